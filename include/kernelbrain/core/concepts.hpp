@@ -1,0 +1,107 @@
+// The five policy concepts, their optional hooks, and readable diagnostics for near misses.
+#pragma once
+#include <concepts>
+#include <cstdint>
+#include <span>
+#include <vector>
+#include "kernelbrain/core/action.hpp"
+#include "kernelbrain/core/candidate.hpp"
+#include "kernelbrain/core/event.hpp"
+#include "kernelbrain/core/evaluator.hpp"
+#include "kernelbrain/core/measurement.hpp"
+#include "kernelbrain/core/rung.hpp"
+#include "kernelbrain/core/score.hpp"
+#include "kernelbrain/core/search_view.hpp"
+#include "kernelbrain/core/verdict.hpp"
+
+namespace kernelbrain {
+
+/// Proposes candidates: explore the catalogue, or mutate given parents.
+template <class G>
+concept generator = requires(G& g, search_view const& v, proposal_request const& r) {
+  { g.propose(v, r) } -> std::same_as<std::vector<candidate>>;
+};
+
+/// Decides, before any timing, whether a candidate may be benchmarked at all.
+template <class G>
+concept gate = requires(G& g, candidate const& c, evaluator& e) {
+  { g.admit(c, e) } -> std::same_as<verdict>;
+};
+
+/// The fidelity levels, cheapest first.
+template <class L>
+concept fidelity_ladder = requires(L const& l) {
+  { l.rungs() } -> std::convertible_to<std::span<rung const>>;
+};
+
+/// Turns a measurement into a comparable score (higher is better).
+template <class S>
+concept scorer = requires(S const& s, measurement const& m, baseline const& b) {
+  { s.score(m, b) } -> std::same_as<score>;
+};
+
+/// Chooses the next action: generate, evaluate at a rung, wait, or stop. Owns promotion and pruning.
+template <class S>
+concept scheduler = requires(S& s, search_view const& v) {
+  { s.next(v) } -> std::same_as<action>;
+};
+
+/// Optional hook: the driver calls reseed(seed) once before the search with a per-axis seed.
+template <class P>
+concept reseedable = requires(P& p, std::uint64_t seed) { p.reseed(seed); };
+
+/// Optional hook: the driver calls observe(e) for every event (generator, scorer and scheduler only:
+/// the gate runs on the evaluation plane and is never called from two threads).
+template <class P>
+concept observing = requires(P& p, event const& e) { p.observe(e); };
+
+/// One static_assert per requirement, with the signature spelled out. Used by policies<...>.
+template <class G>
+constexpr bool check_generator() {
+  static_assert(generator<G>,
+                "kernelbrain: a generator needs a member "
+                "`std::vector<kernelbrain::candidate> propose(kernelbrain::search_view const&, "
+                "kernelbrain::proposal_request const&)` (non-const is fine)");
+  return generator<G>;
+}
+template <class G>
+constexpr bool check_gate() {
+  static_assert(gate<G>,
+                "kernelbrain: a gate needs a member "
+                "`kernelbrain::verdict admit(kernelbrain::candidate const&, kernelbrain::evaluator&)`");
+  return gate<G>;
+}
+template <class L>
+constexpr bool check_fidelity_ladder() {
+  static_assert(fidelity_ladder<L>,
+                "kernelbrain: a fidelity_ladder needs a const member "
+                "`std::span<kernelbrain::rung const> rungs() const` (a std::vector<rung> const& also works)");
+  return fidelity_ladder<L>;
+}
+template <class S>
+constexpr bool check_scorer() {
+  static_assert(scorer<S>,
+                "kernelbrain: a scorer needs a const member "
+                "`kernelbrain::score score(kernelbrain::measurement const&, kernelbrain::baseline const&) const`");
+  return scorer<S>;
+}
+template <class S>
+constexpr bool check_scheduler() {
+  static_assert(scheduler<S>,
+                "kernelbrain: a scheduler needs a member "
+                "`kernelbrain::action next(kernelbrain::search_view const&)`");
+  return scheduler<S>;
+}
+
+/// Calls p.reseed(seed) when P has the hook; nothing otherwise.
+template <class P>
+void reseed_if_able(P& p, std::uint64_t seed) {
+  if constexpr (reseedable<P>) p.reseed(seed);
+}
+/// Calls p.observe(e) when P has the hook; nothing otherwise.
+template <class P>
+void observe_if_able(P& p, event const& e) {
+  if constexpr (observing<P>) p.observe(e);
+}
+
+}  // namespace kernelbrain

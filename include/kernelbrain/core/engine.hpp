@@ -1,0 +1,277 @@
+// The ask/tell core of the driver: turns scheduler actions into work and results into history.
+// Single-threaded by contract except execute(), which the evaluation plane calls (see driver.hpp).
+#pragma once
+#include <cmath>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <unordered_map>
+#include <variant>
+#include <vector>
+#include "kernelbrain/core/budget.hpp"
+#include "kernelbrain/core/concepts.hpp"
+#include "kernelbrain/core/error.hpp"
+#include "kernelbrain/core/evaluation.hpp"
+#include "kernelbrain/core/journal_sink.hpp"
+#include "kernelbrain/core/policies.hpp"
+#include "kernelbrain/core/search_view.hpp"
+
+namespace kernelbrain {
+
+struct engine_options {
+  std::uint64_t seed = 1;
+  budget limits;
+  /// Stop after this many generations in a row that added nothing while nothing else was pending.
+  std::size_t fruitless_generation_limit = 16;
+};
+
+/// What ask() hands back: an evaluation to run, a wait for one in flight, or the end.
+struct waiting {};
+struct finished {
+  std::string reason;
+};
+using step = std::variant<evaluation_task, waiting, finished>;
+
+template <class Policies>
+class engine {
+ public:
+  engine(kernelbrain::problem p, Policies pol, engine_options opt)
+      : problem_(std::move(p)),
+        pol_(std::move(pol)),
+        opt_(opt),
+        meter_(opt.limits),
+        history_(problem_, rungs(), baseline_, meter_) {
+    problem_.validate();
+    if (rungs().empty()) throw error("fidelity ladder has no rungs");
+    for (auto const& r : rungs())
+      for (auto s : r.shapes)
+        if (s >= problem_.shapes.size())
+          throw error("rung '" + r.name + "' names shape " + std::to_string(s) + " but problem '" + problem_.name +
+                      "' has " + std::to_string(problem_.shapes.size()));
+    reseed_if_able(pol_.generator, derive_seed(opt_.seed, "generator"));
+    reseed_if_able(pol_.gate, derive_seed(opt_.seed, "gate"));
+    reseed_if_able(pol_.scorer, derive_seed(opt_.seed, "scorer"));
+    reseed_if_able(pol_.scheduler, derive_seed(opt_.seed, "scheduler"));
+  }
+  engine(engine const&) = delete;
+  engine& operator=(engine const&) = delete;
+
+  void set_baseline(baseline b) {
+    if (b.seconds.size() != problem_.shapes.size())
+      throw error("baseline has " + std::to_string(b.seconds.size()) + " shapes, problem has " +
+                  std::to_string(problem_.shapes.size()));
+    if (b.weights.empty()) for (auto const& s : problem_.shapes) b.weights.push_back(s.weight);
+    if (b.floor_seconds.empty()) for (auto const& s : problem_.shapes) b.floor_seconds.push_back(problem_.machine.floor_seconds(s));
+    baseline_ = std::move(b);
+  }
+  void set_journal(journal_sink* j) noexcept { journal_ = j; }
+  void add_observer(observer* o) { observers_.push_back(o); }
+  /// Serve these evaluations from the cache and do not re-write events up to `last_seq`.
+  void resume_from(resume_state state) {
+    cache_ = std::move(state.outcomes);
+    resume_seq_ = state.last_seq;
+  }
+
+  [[nodiscard]] search_view view() const noexcept { return search_view(history_); }
+  [[nodiscard]] std::span<rung const> rungs() const { return pol_.ladder.rungs(); }
+  [[nodiscard]] kernelbrain::problem const& problem() const noexcept { return problem_; }
+  [[nodiscard]] budget_meter const& meter() const noexcept { return meter_; }
+  [[nodiscard]] Policies& policies() noexcept { return pol_; }
+
+  /// The next evaluation to run, a wait, or the end. Generation requests are served inline.
+  step ask() {
+    for (;;) {
+      if (stopped_) return finished{stop_reason_};
+      if (auto why = meter_.exhausted(); !why.empty()) return finish(std::move(why));
+      action a = pol_.scheduler.next(view());
+      if (auto* s = std::get_if<stop_request>(&a)) return finish(s->reason.empty() ? "scheduler stopped" : s->reason);
+      if (std::holds_alternative<wait_request>(a)) {
+        if (history_.in_flight_evaluations == 0)
+          return finish("scheduler waited with nothing in flight (a scheduler bug, or nothing left to do)");
+        return waiting{};
+      }
+      if (auto* g = std::get_if<proposal_request>(&a)) {
+        if (run_generation(*g)) continue;
+        // Nothing new: let the evaluation plane report before asking again, or give up when idle.
+        if (history_.in_flight_evaluations > 0) return waiting{};
+        if (view().fresh().empty() && fruitless_ >= opt_.fruitless_generation_limit)
+          return finish("generator proposed nothing new " + std::to_string(fruitless_) +
+                        " times in a row with nothing else to do (search space exhausted?)");
+        continue;
+      }
+      return dispatch(std::get<evaluate_request>(a));
+    }
+  }
+
+  /// An answer from the journal for this task, if the run is resuming (counted as a cache hit).
+  [[nodiscard]] std::optional<evaluation_outcome> cached(evaluation_task const& t) {
+    auto it = cache_.find({t.cand.id, t.rung});
+    if (it == cache_.end()) return std::nullopt;
+    ++history_.counters.cache_hits;
+    return it->second;
+  }
+
+  /// Runs gate and measurement. Evaluation plane only: touches the gate and the evaluator, never the
+  /// history, so it may run on another thread while the main thread generates.
+  evaluation_outcome execute(evaluation_task const& t, evaluator& e) {
+    evaluation_outcome o;
+    o.id = t.cand.id;
+    o.rung = t.rung;
+    const auto start = std::chrono::steady_clock::now();
+    try {
+      if (t.run_gate) {
+        o.gated = true;
+        o.gate = pol_.gate.admit(t.cand, e);
+      }
+      if (o.gate.passed()) {
+        measure_request req{t.seed, t.incumbent ? &*t.incumbent : nullptr};
+        o.m = e.measure(t.cand, rungs()[t.rung], req);
+        if (o.m.result.passed()) check_floor(o.m);
+      }
+    } catch (std::exception const& ex) {
+      o.m.result = verdict::reject(stage::infrastructure, std::string("evaluator threw: ") + ex.what());
+    }
+    o.m.device_seconds += e.take_device_seconds();
+    o.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (journal_) journal_->write_outcome(o);
+    return o;
+  }
+
+  /// Applies a finished evaluation: charge the meter, score, update the incumbent, notify.
+  void tell(evaluation_outcome const& o) {
+    auto idx = history_.find(o.id);
+    if (!idx) throw error("tell: unknown candidate " + o.id.str());
+    auto& rec = history_.at(*idx);
+    --history_.in_flight_evaluations;
+    meter_.charge_device(o.m.device_seconds);
+    meter_.charge_evaluation();
+    ++history_.counters.evaluations;
+    rec.results[o.rung] = o.m;
+    if (!o.passed()) {
+      rec.state = candidate_state::rejected;
+      rec.last = o.reason();
+      ++history_.counters.rejected;
+      history_.forget_best_if(*idx);
+      emit({event_kind::rejected, 0, o.id, o.rung, rec.last, std::nullopt, {}});
+      return;
+    }
+    const score s = pol_.scorer.score(o.m, baseline_);
+    rec.scores[o.rung] = s;
+    rec.state = candidate_state::measured;
+    rec.last = verdict::pass();
+    if (static_cast<int>(o.rung) > rec.top_rung) rec.top_rung = static_cast<int>(o.rung);
+    emit({event_kind::measured, 0, o.id, o.rung, {}, s, {}});
+    if (history_.offer_best(*idx, o.rung, s)) emit({event_kind::new_best, 0, o.id, o.rung, {}, s, {}});
+  }
+
+  [[nodiscard]] bool stopped() const noexcept { return stopped_; }
+  [[nodiscard]] std::string const& stop_reason() const noexcept { return stop_reason_; }
+  [[nodiscard]] std::uint64_t last_seq() const noexcept { return seq_; }
+
+ private:
+  finished finish(std::string why) {
+    if (!stopped_) {
+      stopped_ = true;
+      stop_reason_ = std::move(why);
+      emit({event_kind::stopped, 0, {}, 0, {}, std::nullopt, stop_reason_});
+    }
+    return finished{stop_reason_};
+  }
+
+  /// Returns true when the generator added at least one new candidate.
+  bool run_generation(proposal_request const& req) {
+    std::vector<candidate> proposals;
+    try {
+      proposals = pol_.generator.propose(view(), req);
+    } catch (std::exception const& ex) {
+      ++history_.counters.generation_failures;
+      emit({event_kind::generation_failed, 0, {}, 0, {}, std::nullopt, ex.what()});
+    }
+    std::size_t added = 0;
+    for (auto& c : proposals) {
+      c.seal();
+      const auto id = c.id;
+      std::string origin = c.origin;
+      if (history_.add(std::move(c))) {
+        meter_.charge_candidate();
+        ++added;
+        emit({event_kind::proposed, 0, id, 0, {}, std::nullopt, std::move(origin)});
+      } else {
+        ++history_.counters.duplicates;
+        emit({event_kind::duplicate, 0, id, 0, {}, std::nullopt, std::move(origin)});
+      }
+    }
+    fruitless_ = added > 0 ? 0 : fruitless_ + 1;
+    return added > 0;
+  }
+
+  step dispatch(evaluate_request const& r) {
+    auto idx = history_.find(r.id);
+    if (!idx) throw error("scheduler asked to evaluate unknown candidate " + r.id.str());
+    if (r.rung >= rungs().size())
+      throw error("scheduler asked for rung " + std::to_string(r.rung) + " but the ladder has " +
+                  std::to_string(rungs().size()));
+    auto& rec = history_.at(*idx);
+    if (rec.state == candidate_state::rejected)
+      throw error("scheduler asked to evaluate rejected candidate " + r.id.str());
+    if (rec.state == candidate_state::in_flight)
+      throw error("scheduler asked to evaluate candidate " + r.id.str() + " which is already in flight");
+    evaluation_task t;
+    t.ticket = ++ticket_;
+    t.cand = rec.cand;
+    t.rung = r.rung;
+    t.run_gate = rec.state == candidate_state::fresh;
+    t.seed = derive_seed(opt_.seed, "measure", r.id.value ^ (static_cast<std::uint64_t>(r.rung) << 56));
+    if (rungs()[r.rung].interleaved)
+      if (auto const* b = view().best(); b && b->cand.id != r.id) t.incumbent = b->cand;
+    if (rec.state == candidate_state::fresh) history_.take_fresh(*idx);
+    if (rec.top_rung >= 0 && static_cast<int>(r.rung) > rec.top_rung) {
+      ++history_.counters.promotions;
+      emit({event_kind::promoted, 0, r.id, r.rung, {}, std::nullopt, {}});
+    }
+    rec.state = candidate_state::in_flight;
+    ++history_.in_flight_evaluations;
+    emit({event_kind::dispatched, 0, r.id, r.rung, {}, std::nullopt, {}});
+    return t;
+  }
+
+  /// A median below the roofline floor is a measurement bug or a cheat: never a record.
+  void check_floor(measurement& m) const {
+    for (auto const& tm : m.timings) {
+      const double floor = problem_.machine.floor_seconds(problem_.shapes[tm.shape]);
+      if (floor > 0 && tm.stats.median < floor * 0.98)
+        m.result = verdict::reject(stage::impossible, "median " + std::to_string(tm.stats.median) + " s at shape '" +
+                                   problem_.shapes[tm.shape].name + "' is below the roofline floor " +
+                                   std::to_string(floor) + " s");
+    }
+  }
+
+  void emit(event e) {
+    e.seq = ++seq_;
+    observe_if_able(pol_.scheduler, e);
+    observe_if_able(pol_.generator, e);
+    observe_if_able(pol_.scorer, e);
+    const auto v = view();
+    for (auto* o : observers_) o->on_event(e, v);
+    if (journal_ && e.seq > resume_seq_) journal_->write_event(e, v);
+  }
+
+  kernelbrain::problem problem_;
+  Policies pol_;
+  engine_options opt_;
+  budget_meter meter_;
+  kernelbrain::baseline baseline_;
+  search_history history_;
+  journal_sink* journal_ = nullptr;
+  std::vector<observer*> observers_;
+  std::unordered_map<evaluation_key, evaluation_outcome> cache_;
+  std::uint64_t resume_seq_ = 0;
+  std::uint64_t seq_ = 0;
+  std::uint64_t ticket_ = 0;
+  std::size_t fruitless_ = 0;
+  bool stopped_ = false;
+  std::string stop_reason_;
+};
+
+}  // namespace kernelbrain

@@ -1,0 +1,47 @@
+// Where a search writes what happened. Abstract so that search.hpp needs no JSON library;
+// the JSONL implementation lives in kernelbrain/io/journal.hpp.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include "kernelbrain/core/evaluation.hpp"
+#include "kernelbrain/core/event.hpp"
+#include "kernelbrain/core/search_view.hpp"
+
+namespace kernelbrain {
+
+/// What a run is; a resumed run must match the journal's header field by field.
+struct run_header {
+  std::string problem;
+  std::string strategy;
+  std::uint64_t seed = 0;
+  std::string evaluator;  ///< evaluator fingerprint
+  std::string ladder;     ///< digest of the rungs
+  friend bool operator==(run_header const&, run_header const&) = default;
+};
+
+/// What a journal holds for a resumed run: finished evaluations and the last event written.
+struct resume_state {
+  run_header header;
+  std::unordered_map<evaluation_key, evaluation_outcome> outcomes;
+  std::uint64_t last_seq = 0;
+};
+
+class journal_sink {
+ public:
+  virtual ~journal_sink() = default;
+  /// A finished evaluation. Called from the evaluation plane as soon as it finishes, so a kill
+  /// loses no finished measurement. Implementations must be thread-safe with write_event.
+  virtual void write_outcome(evaluation_outcome const&) = 0;
+  /// A search event (main thread). `view` gives context, e.g. the candidate of a `proposed` event.
+  virtual void write_event(event const&, search_view const&) = 0;
+};
+
+/// Off-hot-path hooks for progress displays and reporters (virtual by design, taskflow-style).
+class observer {
+ public:
+  virtual ~observer() = default;
+  virtual void on_event(event const&, search_view const&) = 0;
+};
+
+}  // namespace kernelbrain

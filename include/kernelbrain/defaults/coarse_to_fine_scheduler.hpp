@@ -1,0 +1,115 @@
+// The default scheduler: asynchronous successive halving over the ladder (ASHA). A candidate in the
+// top 1/eta of its rung is promoted as soon as that is known; a promotion to a rung above the first
+// also asks the generator to mutate the promoted candidate (coarse-to-fine). Exploration gives way
+// to refinement as the budget is spent. Stops on stagnation or on reaching a fraction of the roofline.
+#pragma once
+#include <cstdint>
+#include <deque>
+#include <unordered_set>
+#include <vector>
+#include "kernelbrain/core/action.hpp"
+#include "kernelbrain/core/event.hpp"
+#include "kernelbrain/core/rng.hpp"
+#include "kernelbrain/core/search_view.hpp"
+#include "kernelbrain/core/statistics.hpp"
+#include "kernelbrain/detail/ranked_set.hpp"
+
+namespace kernelbrain {
+
+struct coarse_to_fine_options {
+  std::size_t eta = 3;                 ///< keep the top 1/eta of each rung
+  std::size_t explore_batch = 8;       ///< candidates per explore request
+  std::size_t mutate_batch = 4;        ///< children per promoted parent
+  double final_explore_share = 0.1;    ///< share of generations that still explore at the end of the budget
+  std::size_t stagnation_limit = 0;    ///< stop after this many evaluations without a new best (0 = never)
+  double roofline_target = 0;          ///< stop when the incumbent reaches this fraction of the floor (0 = never)
+};
+
+class coarse_to_fine_scheduler {
+ public:
+  explicit coarse_to_fine_scheduler(coarse_to_fine_options o = {}) : opt_(o) { if (opt_.eta < 2) opt_.eta = 2; }
+
+  void reseed(std::uint64_t seed) { rng_.reseed(seed); }
+
+  void observe(event const& e) {
+    switch (e.kind) {
+      case event_kind::measured: on_measured(e); break;
+      case event_kind::new_best: last_improvement_ = evaluations_; break;
+      case event_kind::rejected: ++evaluations_; break;
+      default: break;
+    }
+  }
+
+  action next(search_view const& v) {
+    if (opt_.stagnation_limit && evaluations_ - last_improvement_ >= opt_.stagnation_limit && v.best())
+      return stop("no improvement in " + std::to_string(opt_.stagnation_limit) + " evaluations");
+    if (opt_.roofline_target > 0 && v.best() && v.best_rung() + 1 == v.rungs().size() &&
+        roofline_fraction(v) >= opt_.roofline_target)
+      return stop("incumbent reached " + std::to_string(opt_.roofline_target) + " of the roofline");
+    while (!promotions_.empty()) {
+      auto [id, r] = promotions_.front();
+      promotions_.pop_front();
+      auto const* rec = v.find(id);
+      if (!rec || rec->state != candidate_state::measured || r >= v.rungs().size()) continue;
+      if (r >= 1) mutations_.push_back(id);
+      return evaluate(id, r);
+    }
+    if (!mutations_.empty()) {
+      auto id = mutations_.front();
+      mutations_.pop_front();
+      return generate(generation_mode::mutate, opt_.mutate_batch, {id});
+    }
+    if (!v.fresh().empty()) return evaluate(v[v.fresh().front()].cand.id, 0);
+    // Nothing queued: explore while the budget is young, refine the incumbent as it is spent.
+    const double spent = v.meter().fraction_used();
+    const double explore_share = 1.0 - (1.0 - opt_.final_explore_share) * std::min(1.0, spent);
+    if (!v.best() || generations_++ < 1 || rng_.uniform() < explore_share)
+      return generate(generation_mode::explore, opt_.explore_batch);
+    return generate(generation_mode::mutate, opt_.mutate_batch, {v.best()->cand.id});
+  }
+
+ private:
+  void on_measured(event const& e) {
+    ++evaluations_;
+    if (!e.value) return;
+    const std::size_t r = e.rung;
+    if (ranks_.size() <= r) { ranks_.resize(r + 1); promoted_.resize(r + 1); }
+    auto& set = ranks_[r];
+    const std::size_t rank = set.insert({e.value->value, e.id.value});
+    const std::size_t k = set.size() / opt_.eta;  // size of the promotable top
+    if (rank < k) promote(e.id, r);
+    if (set.size() % opt_.eta == 0 && k > 0) {  // the top grew by one: its last member may be new
+      auto [val, raw] = set.at(k - 1);
+      (void)val;
+      promote(candidate_id{raw}, r);
+    }
+  }
+  void promote(candidate_id id, std::size_t from) {
+    if (!promoted_[from].insert(id).second) return;
+    promotions_.emplace_back(id, from + 1);
+    max_rung_seen_ = std::max(max_rung_seen_, from + 1);
+  }
+  static double roofline_fraction(search_view const& v) {
+    auto const* b = v.best();
+    auto const& m = b->results[v.best_rung()];
+    if (!m) return 0;
+    std::vector<double> fr, w;
+    for (auto const& t : m->timings) {
+      const double floor = v.baseline().floor_seconds.empty() ? 0 : v.baseline().floor_seconds[t.shape];
+      if (floor <= 0 || t.stats.median <= 0) return 0;
+      fr.push_back(floor / t.stats.median);
+      w.push_back(1.0);
+    }
+    return fr.empty() ? 0 : weighted_geomean(fr, w);
+  }
+
+  coarse_to_fine_options opt_;
+  rng rng_{0};
+  std::vector<detail::ranked_set> ranks_;
+  std::vector<std::unordered_set<candidate_id>> promoted_;
+  std::deque<std::pair<candidate_id, std::size_t>> promotions_;
+  std::deque<candidate_id> mutations_;
+  std::size_t evaluations_ = 0, last_improvement_ = 0, generations_ = 0, max_rung_seen_ = 0;
+};
+
+}  // namespace kernelbrain
