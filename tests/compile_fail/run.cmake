@@ -1,0 +1,10 @@
+# Compiles SRC and prints the compiler's diagnostics; prints KB_UNEXPECTEDLY_COMPILED if it compiled.
+set(args -std=c++20 -fsyntax-only)
+foreach(dir IN LISTS INCLUDES)
+  list(APPEND args -I${dir})
+endforeach()
+execute_process(COMMAND ${CXX} ${args} ${SRC} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+message("${out}${err}")
+if(rc EQUAL 0)
+  message("KB_UNEXPECTEDLY_COMPILED")
+endif()
