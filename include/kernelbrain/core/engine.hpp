@@ -140,6 +140,16 @@ class engine {
 
   /// Applies a finished evaluation: charge the meter, score, update the incumbent, notify.
   void tell(evaluation_outcome const& o) {
+    record(o);
+    announce_stop_when_drained();
+  }
+
+  [[nodiscard]] bool stopped() const noexcept { return stopped_; }
+  [[nodiscard]] std::string const& stop_reason() const noexcept { return stop_reason_; }
+  [[nodiscard]] std::uint64_t last_seq() const noexcept { return seq_; }
+
+ private:
+  void record(evaluation_outcome const& o) {
     auto idx = history_.find(o.id);
     if (!idx) throw error("tell: unknown candidate " + o.id.str());
     auto& rec = history_.at(*idx);
@@ -165,18 +175,20 @@ class engine {
     if (history_.offer_best(*idx, o.rung, s)) emit({event_kind::new_best, 0, o.id, o.rung, {}, s, {}});
   }
 
-  [[nodiscard]] bool stopped() const noexcept { return stopped_; }
-  [[nodiscard]] std::string const& stop_reason() const noexcept { return stop_reason_; }
-  [[nodiscard]] std::uint64_t last_seq() const noexcept { return seq_; }
-
- private:
   finished finish(std::string why) {
     if (!stopped_) {
       stopped_ = true;
       stop_reason_ = std::move(why);
-      emit({event_kind::stopped, 0, {}, 0, {}, std::nullopt, stop_reason_});
+      announce_stop_when_drained();
     }
     return finished{stop_reason_};
+  }
+  /// `stopped` is the last event: it waits until the evaluations in flight have been told.
+  void announce_stop_when_drained() {
+    if (stopped_ && !stop_announced_ && history_.in_flight_evaluations == 0) {
+      stop_announced_ = true;
+      emit({event_kind::stopped, 0, {}, 0, {}, std::nullopt, stop_reason_});
+    }
   }
 
   /// Returns true when the generator added at least one new candidate.
@@ -271,6 +283,7 @@ class engine {
   std::uint64_t ticket_ = 0;
   std::size_t fruitless_ = 0;
   bool stopped_ = false;
+  bool stop_announced_ = false;
   std::string stop_reason_;
 };
 

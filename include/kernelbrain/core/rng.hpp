@@ -32,8 +32,8 @@ class rng {
   double uniform() noexcept { return static_cast<double>((*this)() >> 11) * 0x1.0p-53; }
   /// Uniform integer in [0, n); n must be > 0.
   std::uint64_t below(std::uint64_t n) noexcept {
-    // Lemire's multiply-shift; the tiny bias is irrelevant at our sizes.
-    return static_cast<std::uint64_t>((static_cast<unsigned __int128>((*this)()) * n) >> 64);
+    // Modulo of a 64-bit draw: the bias (n / 2^64) is irrelevant at our sizes, and it is portable.
+    return (*this)() % n;
   }
   /// Standard normal by Box-Muller (one value per call; portable, unlike std::normal_distribution).
   double normal() noexcept {

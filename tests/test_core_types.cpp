@@ -1,0 +1,184 @@
+// Vocabulary types and small utilities: hashing, rng, expressions, parameters, statistics, ranking.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <kernelbrain/detail/ranked_set.hpp>
+#include <kernelbrain/search.hpp>
+#include <set>
+#include <string>
+
+using namespace kernelbrain;
+
+TEST_CASE("candidate ids hash content, not identity") {
+  auto a = make_candidate("fam", {{"A", 1}, {"B", 2}}, "seed");
+  auto b = make_candidate("fam", {{"B", 2}, {"A", 1}}, "other-origin");
+  auto c = make_candidate("fam", {{"A", 1}, {"B", 3}}, "seed");
+  auto d = make_candidate("fam", {{"A", 1}, {"B", 2}}, "seed", std::nullopt, "src");
+  CHECK(a.id == b.id);  // origin and insertion order do not change content
+  CHECK(a.id != c.id);
+  CHECK(a.id != d.id);
+  std::uint64_t back = 0;
+  REQUIRE(from_hex(a.id.str(), back));
+  CHECK(back == a.id.value);
+  CHECK_FALSE(from_hex("xyz", back));
+  CHECK_FALSE(from_hex("0123456789abcdeg", back));
+  // Field boundaries are part of the hash.
+  CHECK(hasher{}.bytes("ab").bytes("c").digest() != hasher{}.bytes("a").bytes("bc").digest());
+}
+
+TEST_CASE("rng is reproducible and well-formed") {
+  rng a(42), b(42), c(43);
+  for (int i = 0; i < 100; ++i) {
+    const auto x = a();
+    CHECK(x == b());
+  }
+  CHECK(a() != c());
+  double sum = 0, sq = 0;
+  const int n = 20000;
+  for (int i = 0; i < n; ++i) {
+    const double u = a.uniform();
+    REQUIRE(u >= 0.0);
+    REQUIRE(u < 1.0);
+    REQUIRE(a.below(7) < 7);
+    const double z = a.normal();
+    sum += z; sq += z * z;
+  }
+  CHECK(std::abs(sum / n) < 0.05);
+  CHECK(std::abs(sq / n - 1.0) < 0.05);
+}
+
+TEST_CASE("integer expressions") {
+  parameters p{{"BLOCK", 256}, {"VEC", 4}};
+  auto look = p.lookup();
+  CHECK(evaluate_expression("2 + 3 * 4", look) == 14);
+  CHECK(evaluate_expression("(2 + 3) * 4", look) == 20);
+  CHECK(evaluate_expression("BLOCK * VEC <= 1024", look) == 1);
+  CHECK(evaluate_expression("BLOCK * VEC < 1024", look) == 0);
+  CHECK(evaluate_expression("ceil_div(1000, BLOCK)", look) == 4);
+  CHECK(evaluate_expression("min(BLOCK, 100) + max(VEC, 9)", look) == 109);
+  CHECK(evaluate_expression("pow2(BLOCK) && !pow2(12)", look) == 1);
+  CHECK(evaluate_expression("-VEC % 3", look) == -1);
+  CHECK(evaluate_expression("VEC == 4 || BLOCK == 1", look) == 1);
+  CHECK_THROWS_WITH_AS((void)evaluate_expression("BLOCK * WARPS", look), doctest::Contains("unknown symbol 'WARPS'"), error);
+  CHECK_THROWS_WITH_AS((void)evaluate_expression("BLOCK / (VEC - 4)", look), doctest::Contains("division by zero"), error);
+  CHECK_THROWS_WITH_AS((void)evaluate_expression("BLOCK * ", look), doctest::Contains("column"), error);
+  CHECK_THROWS_AS((void)evaluate_expression("(BLOCK", look), error);
+  CHECK_THROWS_AS((void)evaluate_expression("BLOCK 4", look), error);
+}
+
+TEST_CASE("parameters and parameter spaces") {
+  parameters p;
+  p.set("Z", 1);
+  p.set("A", 2);
+  p.set("Z", 3);
+  CHECK(p.size() == 2);
+  CHECK(p.to_string() == "A=2,Z=3");
+  CHECK(p.at("Z") == 3);
+  CHECK_FALSE(p.find("Q"));
+  CHECK_THROWS_AS((void)p.at("Q"), error);
+
+  parameter_space s;
+  s.params = {{"BLOCK", {64, 128, 256}}, {"VEC", {1, 2, 4, 8}}};
+  s.constraints = {"BLOCK * VEC <= 512"};
+  CHECK(s.cardinality() == 12);
+  auto all = s.enumerate();
+  CHECK(all.size() == 9);  // (256,4) (256,8) (128,8) excluded
+  for (auto const& q : all) CHECK(q.at("BLOCK") * q.at("VEC") <= 512);
+  CHECK_FALSE(s.admits(parameters{{"BLOCK", 256}, {"VEC", 8}}));
+  CHECK_FALSE(s.admits(parameters{{"BLOCK", 100}, {"VEC", 1}}));  // not a listed value
+  std::set<std::string> distinct;
+  for (std::uint64_t i = 0; i < s.cardinality(); ++i) distinct.insert(s.at(i).to_string());
+  CHECK(distinct.size() == 12);
+
+  parameter_space bad = s;
+  bad.constraints = {"BLOCK * WARPS < 3"};
+  CHECK_THROWS_WITH_AS(bad.validate("hint 'x'"), doctest::Contains("hint 'x'"), error);
+}
+
+TEST_CASE("template instantiation and moves in a space") {
+  expert_hint h;
+  h.name = "tiled";
+  h.templ = kernel_template{"#define B ${BLOCK}\n${UNKNOWN} ${VEC}", "grid=${BLOCK}", {}};
+  h.templ->space.params = {{"BLOCK", {32, 64, 128}}, {"VEC", {1, 2}}};
+  auto c = instantiate(h, {{"BLOCK", 64}, {"VEC", 2}}, "expert:tiled");
+  CHECK(c.source == "#define B 64\n${UNKNOWN} 2");
+  CHECK(c.launch == "grid=64");
+  CHECK(c.family == "tiled");
+  auto up = step_parameter(h.templ->space, c.params, 0, 1);
+  REQUIRE(up);
+  CHECK(up->at("BLOCK") == 128);
+  CHECK_FALSE(step_parameter(h.templ->space, *up, 0, 1));  // off the end
+  auto mid = central_point(h.templ->space);
+  REQUIRE(mid);
+  CHECK(mid->at("BLOCK") == 64);
+}
+
+TEST_CASE("median and its confidence interval") {
+  std::vector<double> odd{5, 1, 3}, even{4, 1, 3, 2};
+  CHECK(median_with_ci(odd).median == 3);
+  CHECK(median_with_ci(even).median == 2.5);
+  rng r(1);
+  std::vector<double> small, large;
+  for (int i = 0; i < 10; ++i) small.push_back(1.0 + 0.1 * r.normal());
+  for (int i = 0; i < 1000; ++i) large.push_back(1.0 + 0.1 * r.normal());
+  auto a = median_with_ci(small), b = median_with_ci(large);
+  CHECK(a.low <= a.median);
+  CHECK(a.median <= a.high);
+  CHECK(b.low <= 1.0);
+  CHECK(b.high >= 1.0);
+  CHECK((b.high - b.low) < (a.high - a.low));
+  std::vector<double> v{2, 8}, w{1, 1};
+  CHECK(weighted_geomean(v, w) == doctest::Approx(4.0));
+}
+
+TEST_CASE("ranked_set agrees with a sorted list") {
+  detail::ranked_set rs;
+  std::vector<std::pair<double, std::uint64_t>> ref;
+  rng r(9);
+  for (std::uint64_t i = 0; i < 3000; ++i) {
+    const double v = std::floor(r.uniform() * 500);  // many ties
+    const auto rank = rs.insert({v, i});
+    ref.emplace_back(v, i);
+    std::sort(ref.begin(), ref.end(), [](auto const& a, auto const& b) {
+      return a.first > b.first || (a.first == b.first && a.second < b.second);
+    });
+    const auto pos = static_cast<std::size_t>(std::find(ref.begin(), ref.end(), std::make_pair(v, i)) - ref.begin());
+    REQUIRE(rank == pos);
+  }
+  REQUIRE(rs.size() == ref.size());
+  for (std::size_t k = 0; k < ref.size(); k += 37) CHECK(rs.at(k) == ref[k]);
+}
+
+TEST_CASE("budget meter") {
+  budget b;
+  b.evaluations = 3;
+  b.device_seconds = 10;
+  budget_meter m(b);
+  CHECK(m.exhausted().empty());
+  m.charge_evaluation();
+  m.charge_device(6);
+  CHECK(m.fraction_used() == doctest::Approx(0.6));
+  m.charge_evaluation();
+  m.charge_evaluation();
+  CHECK(m.exhausted() == "evaluation budget spent");
+  budget_meter unlimited;
+  unlimited.charge_device(1e9);
+  CHECK(unlimited.exhausted().empty());
+  CHECK(unlimited.fraction_used() == 0);
+}
+
+TEST_CASE("problem validation names what is wrong") {
+  problem p;
+  CHECK_THROWS_WITH_AS(p.validate(), doctest::Contains("'name' is empty"), error);
+  p.name = "x";
+  CHECK_THROWS_WITH_AS(p.validate(), doctest::Contains("no shapes"), error);
+  p.shapes.push_back(shape{"s", {}, "smoke", 0.0, 0, 0});
+  CHECK_THROWS_WITH_AS(p.validate(), doctest::Contains("weight"), error);
+  p.shapes[0].weight = 1;
+  p.validate();
+  CHECK_THROWS_AS((void)p.shape_index("nope"), error);
+  roofline r{2e12, 1e12};
+  shape s{"t", {}, "x", 1, 4e12, 1e12};
+  CHECK(r.floor_seconds(s) == doctest::Approx(2.0));
+}

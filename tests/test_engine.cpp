@@ -1,0 +1,333 @@
+// The driver: end-to-end searches on the synthetic backend, determinism, budgets, misuse by policies,
+// threading contract, and the evaluation-plane rules the driver enforces for every backend.
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <chrono>
+#include <kernelbrain/search.hpp>
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+
+using namespace kernelbrain;
+
+namespace {
+
+synthetic_landscape const& landscape() {
+  static const synthetic_landscape land{};
+  return land;
+}
+
+double quality_ratio(search_result const& r) {
+  REQUIRE(r.best);
+  return landscape().quality(r.best->cand.family, r.best->cand.params) / landscape().optimum_quality();
+}
+
+/// Records every event it sees.
+struct recorder final : observer {
+  std::vector<event> events;
+  void on_event(event const& e, search_view const&) override { events.push_back(e); }
+};
+
+/// A scheduler whose next() is scripted by a function (for misuse tests).
+template <class F>
+struct scripted_scheduler {
+  F f;
+  action next(search_view const& v) { return f(v); }
+};
+template <class F>
+scripted_scheduler(F) -> scripted_scheduler<F>;
+
+}  // namespace
+
+TEST_CASE("the default composition finds the synthetic optimum within 2% on most seeds") {
+  auto const& p = landscape().get_problem();
+  synthetic_evaluator ev(landscape());
+  int within = 0;
+  for (std::uint64_t seed = 1; seed <= 8; ++seed) {
+    search_options o;
+    o.seed = seed;
+    o.limits.evaluations = 400;
+    auto r = search(p, default_policies(p), ev, o);
+    CHECK(r.stop_reason == "evaluation budget spent");
+    CHECK(r.best_rung == 2);  // the incumbent has passed the confirm rung
+    CHECK(r.best->state != candidate_state::rejected);
+    CHECK(r.best_score->speedup > 1.0);
+    if (quality_ratio(r) <= 1.02) ++within;
+  }
+  CHECK(within >= 7);
+}
+
+TEST_CASE("the same seed gives the same search; another seed another") {
+  auto const& p = landscape().get_problem();
+  synthetic_evaluator ev(landscape());
+  auto run = [&](std::uint64_t seed, recorder& rec) {
+    search_options o;
+    o.seed = seed;
+    o.limits.evaluations = 250;
+    o.observers = {&rec};
+    return search(p, default_policies(p), ev, o);
+  };
+  recorder r1, r2, r3;
+  auto a = run(5, r1), b = run(5, r2), c = run(6, r3);
+  REQUIRE(r1.events.size() == r2.events.size());
+  for (std::size_t i = 0; i < r1.events.size(); ++i) {
+    REQUIRE(r1.events[i].kind == r2.events[i].kind);
+    REQUIRE(r1.events[i].id == r2.events[i].id);
+    REQUIRE(r1.events[i].rung == r2.events[i].rung);
+  }
+  CHECK(a.best->cand.id == b.best->cand.id);
+  CHECK(a.used.device_seconds == b.used.device_seconds);
+  bool differs = r1.events.size() != r3.events.size();
+  for (std::size_t i = 0; !differs && i < r1.events.size(); ++i) differs = r1.events[i].id != r3.events[i].id;
+  CHECK(differs);
+}
+
+TEST_CASE("events are ordered and consistent") {
+  auto const& p = landscape().get_problem();
+  synthetic_evaluator ev(landscape());
+  recorder rec;
+  search_options o;
+  o.seed = 3;
+  o.limits.evaluations = 200;
+  o.observers = {&rec};
+  auto r = search(p, default_policies(p), ev, o);
+  std::map<candidate_id, int> stage_of;  // 0 proposed, 1 dispatched, 2 finished
+  std::set<candidate_id> rejected;
+  std::size_t promoted = 0, measured = 0, rejected_events = 0;
+  std::uint64_t last_seq = 0;
+  for (auto const& e : rec.events) {
+    REQUIRE(e.seq == last_seq + 1);
+    last_seq = e.seq;
+    switch (e.kind) {
+      case event_kind::proposed: REQUIRE_FALSE(stage_of.contains(e.id)); stage_of[e.id] = 0; break;
+      case event_kind::dispatched:
+        REQUIRE(stage_of.contains(e.id));
+        REQUIRE_FALSE(rejected.contains(e.id));
+        stage_of[e.id] = 1;
+        break;
+      case event_kind::measured: REQUIRE(stage_of[e.id] == 1); REQUIRE(e.value); ++measured; break;
+      case event_kind::rejected: REQUIRE(stage_of[e.id] == 1); REQUIRE_FALSE(e.result.passed()); rejected.insert(e.id); ++rejected_events; break;
+      case event_kind::promoted: REQUIRE(e.rung >= 1); ++promoted; break;
+      case event_kind::new_best: REQUIRE_FALSE(rejected.contains(e.id)); break;
+      default: break;
+    }
+  }
+  CHECK(rec.events.back().kind == event_kind::stopped);
+  CHECK(promoted == r.counters.promotions);
+  CHECK(promoted > 0);
+  CHECK(rejected_events == r.counters.rejected);
+  CHECK(rejected_events > 0);  // the landscape has compile failures, crashes and odd-size bugs
+  CHECK(measured + rejected_events == r.counters.evaluations);
+}
+
+TEST_CASE("budgets on every axis stop the search") {
+  auto const& p = landscape().get_problem();
+  synthetic_evaluator ev(landscape());
+  SUBCASE("evaluations") {
+    search_options o;
+    o.limits.evaluations = 50;
+    o.max_in_flight = 4;
+    auto r = search(p, default_policies(p), ev, o);
+    CHECK(r.stop_reason == "evaluation budget spent");
+    CHECK(r.used.evaluations >= 50);
+    CHECK(r.used.evaluations <= 50 + 4);  // in-flight work at the stop is kept, not re-done
+  }
+  SUBCASE("device seconds") {
+    search_options o;
+    o.limits.device_seconds = 2.0;
+    auto r = search(p, default_policies(p), ev, o);
+    CHECK(r.stop_reason == "device-seconds budget spent");
+    CHECK(r.used.device_seconds >= 2.0);
+    CHECK(r.used.device_seconds < 3.0);
+  }
+  SUBCASE("candidates") {
+    search_options o;
+    o.limits.candidates = 30;
+    auto r = search(p, default_policies(p), ev, o);
+    CHECK(r.stop_reason == "candidate budget spent");
+    CHECK(r.candidates >= 30);
+  }
+}
+
+TEST_CASE("a scheduler that misbehaves gets a clear error or a clean stop") {
+  auto const& p = landscape().get_problem();
+  synthetic_evaluator ev(landscape());
+  auto base = default_policies(p);
+  SUBCASE("unknown candidate") {
+    auto pol = std::move(base).with_scheduler(scripted_scheduler{[](search_view const&) -> action {
+      return evaluate(candidate_id{12345}, 0);
+    }});
+    CHECK_THROWS_WITH_AS(search(p, std::move(pol), ev), doctest::Contains("unknown candidate"), error);
+  }
+  SUBCASE("rung outside the ladder") {
+    auto pol = std::move(base).with_scheduler(scripted_scheduler{[](search_view const& v) -> action {
+      if (v.fresh().empty()) return generate(generation_mode::explore, 1);
+      return evaluate(v[v.fresh().front()].cand.id, 7);
+    }});
+    CHECK_THROWS_WITH_AS(search(p, std::move(pol), ev), doctest::Contains("rung 7"), error);
+  }
+  SUBCASE("waiting with nothing in flight ends the search") {
+    auto pol = std::move(base).with_scheduler(scripted_scheduler{[](search_view const&) -> action { return wait(); }});
+    auto r = search(p, std::move(pol), ev);
+    CHECK(r.stop_reason.find("waited with nothing in flight") != std::string::npos);
+  }
+}
+
+namespace {
+/// A generator that runs dry after a few proposals, and throws on its second call.
+struct flaky_generator {
+  expert_generator inner;
+  int calls = 0;
+  std::vector<candidate> propose(search_view const& v, proposal_request const& r) {
+    ++calls;
+    if (calls == 2) throw error("LLM reply had no code");
+    if (calls > 6) return {};
+    return inner.propose(v, r);
+  }
+};
+}  // namespace
+
+TEST_CASE("generator failures are events, and a dry generator ends the search") {
+  auto const& p = landscape().get_problem();
+  synthetic_evaluator ev(landscape());
+  recorder rec;
+  search_options o;
+  o.observers = {&rec};
+  auto r = search(p, default_policies(p).with_generator(flaky_generator{}), ev, o);
+  CHECK(r.counters.generation_failures == 1);
+  CHECK(std::any_of(rec.events.begin(), rec.events.end(), [](event const& e) {
+    return e.kind == event_kind::generation_failed && e.note.find("no code") != std::string::npos;
+  }));
+  CHECK(r.stop_reason.find("nothing new") != std::string::npos);
+  CHECK(r.best);  // what was measured before is kept
+}
+
+namespace {
+/// Times every shape at 1 ns: far below the synthetic roofline floor.
+struct too_fast_evaluator final : evaluator {
+  synthetic_evaluator inner{landscape()};
+  std::string fingerprint() const override { return "too-fast"; }
+  verdict build(candidate const& c) override { return inner.build(c); }
+  verdict check(candidate const& c, std::span<std::size_t const> s, int t, std::uint64_t seed) override {
+    return inner.check(c, s, t, seed);
+  }
+  measurement measure(candidate const& c, rung const& r, measure_request const& q) override {
+    auto m = inner.measure(c, r, q);
+    if (c.params.at("BLOCK") == 64) {
+      for (auto& t : m.timings) { for (auto& s : t.samples) s = 1e-9; t.summarise(); }
+    }
+    if (c.params.at("BLOCK") == 128 && c.params.at("VEC") == 2) throw std::runtime_error("device lost");
+    return m;
+  }
+  baseline measure_baseline(problem const& p) override { return inner.measure_baseline(p); }
+  double take_device_seconds() override { return inner.take_device_seconds(); }
+};
+}  // namespace
+
+TEST_CASE("times below the roofline floor are rejected as impossible; evaluator errors are typed") {
+  auto const& p = landscape().get_problem();
+  too_fast_evaluator ev;
+  recorder rec;
+  search_options o;
+  o.limits.evaluations = 300;
+  o.observers = {&rec};
+  auto r = search(p, default_policies(p), ev, o);
+  std::size_t impossible = 0, infrastructure = 0;
+  for (auto const& e : rec.events) {
+    if (e.kind != event_kind::rejected) continue;
+    if (e.result.where == stage::impossible) ++impossible;
+    if (e.result.where == stage::infrastructure) {
+      ++infrastructure;
+      CHECK(e.result.detail.find("device lost") != std::string::npos);
+    }
+  }
+  CHECK(impossible > 0);
+  CHECK(infrastructure > 0);
+  REQUIRE(r.best);
+  CHECK(r.best->cand.params.at("BLOCK") != 64);
+}
+
+namespace {
+std::atomic<bool> generating{false};
+std::atomic<int> overlaps{0};
+
+struct slow_generator {
+  expert_generator inner;
+  std::set<std::thread::id> threads;
+  std::vector<candidate> propose(search_view const& v, proposal_request const& r) {
+    threads.insert(std::this_thread::get_id());
+    generating = true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(3));
+    auto out = inner.propose(v, r);
+    generating = false;
+    return out;
+  }
+};
+struct watching_gate {
+  policy_gate inner;
+  std::set<std::thread::id>* threads;
+  verdict admit(candidate const& c, evaluator& e) {
+    threads->insert(std::this_thread::get_id());
+    if (generating) ++overlaps;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    return inner.admit(c, e);
+  }
+};
+}  // namespace
+
+TEST_CASE("generation and evaluation overlap; each policy is called from one thread") {
+  auto const& p = landscape().get_problem();
+  synthetic_evaluator ev(landscape());
+  std::set<std::thread::id> gate_threads;
+  auto pol = default_policies(p).with_generator(slow_generator{}).with_gate(
+      watching_gate{policy_gate::for_problem(p), &gate_threads});
+  search_options o;
+  o.limits.evaluations = 120;
+  o.max_in_flight = 6;
+  overlaps = 0;
+  // search() takes the policies by value; keep a view of the generator's threads through the engine.
+  engine<decltype(pol)> probe(p, pol, {});
+  (void)probe;
+  auto r = search(p, std::move(pol), ev, o);
+  CHECK(r.counters.evaluations >= 120);
+  CHECK(gate_threads.size() == 1);
+  CHECK(gate_threads.count(std::this_thread::get_id()) == 0);  // the gate runs on the evaluation plane
+  CHECK(overlaps > 0);  // evaluations ran while the generator was busy
+}
+
+TEST_CASE("arrival order completes and respects the budget") {
+  auto const& p = landscape().get_problem();
+  synthetic_evaluator ev(landscape());
+  search_options o;
+  o.order = completion_order::arrival;
+  o.limits.evaluations = 150;
+  auto r = search(p, default_policies(p), ev, o);
+  CHECK(r.stop_reason == "evaluation budget spent");
+  CHECK(r.best);
+}
+
+TEST_CASE("the ask/tell engine can be driven by hand") {
+  auto const& p = landscape().get_problem();
+  synthetic_evaluator ev(landscape());
+  engine_options eo;
+  eo.limits.evaluations = 40;
+  engine eng(p, default_policies(p), eo);
+  eng.set_baseline(ev.measure_baseline(p));
+  std::size_t tasks = 0;
+  for (;;) {
+    step s = eng.ask();
+    if (auto* t = std::get_if<evaluation_task>(&s)) {
+      ++tasks;
+      eng.tell(eng.execute(*t, ev));
+    } else if (std::holds_alternative<finished>(s)) {
+      break;
+    } else {
+      FAIL("nothing is in flight, so the engine must not ask to wait");
+    }
+  }
+  CHECK(tasks == 40);
+  CHECK(eng.view().best());
+  CHECK(eng.stop_reason() == "evaluation budget spent");
+}

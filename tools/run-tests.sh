@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Quick start, command 2: set up, build, and run the test suite. GPU tests (CTest label "gpu")
+# run only where a GPU is visible; elsewhere they are skipped cleanly.
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
+label_filter=(-LE gpu)
+if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then label_filter=(); fi
+ctest --test-dir "$BUILD_DIR" "${label_filter[@]}" --output-on-failure -j "$(nproc)" "$@"
