@@ -255,9 +255,9 @@ std::atomic<int> overlaps{0};
 
 struct slow_generator {
   expert_generator inner;
-  std::set<std::thread::id> threads;
+  std::set<std::thread::id>* threads;
   std::vector<candidate> propose(search_view const& v, proposal_request const& r) {
-    threads.insert(std::this_thread::get_id());
+    threads->insert(std::this_thread::get_id());
     generating = true;
     std::this_thread::sleep_for(std::chrono::milliseconds(3));
     auto out = inner.propose(v, r);
@@ -280,19 +280,18 @@ struct watching_gate {
 TEST_CASE("generation and evaluation overlap; each policy is called from one thread") {
   auto const& p = landscape().get_problem();
   synthetic_evaluator ev(landscape());
-  std::set<std::thread::id> gate_threads;
-  auto pol = default_policies(p).with_generator(slow_generator{}).with_gate(
+  std::set<std::thread::id> gate_threads, generator_threads;
+  auto pol = default_policies(p).with_generator(slow_generator{{}, &generator_threads}).with_gate(
       watching_gate{policy_gate::for_problem(p), &gate_threads});
   search_options o;
   o.limits.evaluations = 120;
   o.max_in_flight = 6;
   overlaps = 0;
-  // search() takes the policies by value; keep a view of the generator's threads through the engine.
-  engine<decltype(pol)> probe(p, pol, {});
-  (void)probe;
   auto r = search(p, std::move(pol), ev, o);
   CHECK(r.counters.evaluations >= 120);
   CHECK(gate_threads.size() == 1);
+  CHECK(generator_threads.size() == 1);
+  CHECK(generator_threads.count(std::this_thread::get_id()) == 1);  // generation is on the calling thread
   CHECK(gate_threads.count(std::this_thread::get_id()) == 0);  // the gate runs on the evaluation plane
   CHECK(overlaps > 0);  // evaluations ran while the generator was busy
 }

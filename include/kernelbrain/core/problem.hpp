@@ -39,6 +39,13 @@ struct roofline {
   }
 };
 
+/// One input or output buffer of the kernel: float32 elements, `size` an expression over the shape's dims.
+struct tensor_spec {
+  std::string name;
+  std::string size;                    ///< e.g. "R * C"
+  std::string distribution = "normal"; ///< inputs: normal | uniform | positive (fresh values every trial)
+};
+
 /// A parameterised kernel: source text with ${NAME} placeholders, and the parameters it takes.
 struct kernel_template {
   std::string source;        ///< ${PARAM} placeholders; empty for the synthetic backend
@@ -62,6 +69,12 @@ struct problem {
   roofline machine;                      ///< ceilings for the floor; zeros disable the check
   std::vector<expert_hint> catalogue;
   std::optional<std::string> seed_source; ///< a known-correct starting candidate, if any
+  std::vector<tensor_spec> inputs;       ///< kernel inputs, in argument order
+  std::vector<tensor_spec> outputs;      ///< kernel outputs, in argument order
+  std::vector<std::string> dim_order;    ///< the order dims are passed to the kernel
+  std::string reference_source;          ///< trusted reference implementation (backend language)
+  std::string backend;                   ///< "synthetic", "host", "cuda": which evaluator runs it
+  std::string directory;                 ///< where it was loaded from ("" when built in code)
 
   [[nodiscard]] std::size_t shape_index(std::string_view shape_name) const {
     for (std::size_t i = 0; i < shapes.size(); ++i)

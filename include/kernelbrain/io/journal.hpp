@@ -1,0 +1,141 @@
+// The JSONL journal: an append-only, crash-safe record of a search, and what a resumed run reads back.
+// Declarations only (no JSON library here); the bodies are in kernelbrain/impl/journal.ipp, compiled
+// once by kernelbrain/src.hpp (or the kernelbrain::runtime library).
+//
+// Format: one JSON object per line, each with a "type":
+//   header   the run's identity (run_header), its budget, the library version and the date; first line
+//   outcome  a finished evaluation in full (written by the evaluation plane as soon as it finishes)
+//   event    a search event by seq; a `proposed` event carries the candidate's content
+//   resume   a resumed run starts here; events with seq > after_seq written before it are superseded
+// Numbers are exact: doubles are written in shortest round-trip form and read back bit for bit;
+// non-finite doubles are written as the strings "inf", "-inf" and "nan".
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+#include "kernelbrain/core/budget.hpp"
+#include "kernelbrain/core/candidate.hpp"
+#include "kernelbrain/core/evaluation.hpp"
+#include "kernelbrain/core/event.hpp"
+#include "kernelbrain/core/hash.hpp"
+#include "kernelbrain/core/journal_sink.hpp"
+#include "kernelbrain/core/rung.hpp"
+
+namespace kernelbrain {
+
+/// The library version written to journal headers.
+inline constexpr std::string_view library_version = "0.1.0";
+/// The journal format written by this library; readers refuse a newer one.
+inline constexpr std::int64_t journal_format = 1;
+
+/// A digest of a fidelity ladder for run_header::ladder: readable rung names, then a hash of every
+/// rung field, so that two ladders that would measure differently never share a journal.
+[[nodiscard]] inline std::string ladder_digest(std::span<rung const> rungs) {
+  hasher h;
+  std::string names;
+  for (auto const& r : rungs) {
+    if (!names.empty()) names += ',';
+    names += r.name;
+    h.bytes(r.name).integer(r.shapes.size());
+    for (auto s : r.shapes) h.integer(s);
+    h.integer(static_cast<std::uint64_t>(r.samples)).integer(static_cast<std::uint64_t>(r.warmup));
+    h.integer(static_cast<std::uint64_t>(r.correctness_trials));
+    h.integer(r.interleaved ? 1U : 0U).integer(r.profile ? 1U : 0U);
+  }
+  return names + "/" + to_hex(h.digest());
+}
+
+/// An event as the journal holds it; `cand` is set for `proposed` events.
+struct journal_event {
+  event e;
+  std::optional<candidate> cand;
+};
+
+/// Everything a journal holds, for resume, reports and tests.
+struct journal_contents {
+  run_header header;
+  budget limits;                             ///< the budget of the latest run segment (header or resume line)
+  std::string version;                       ///< library version that wrote the header
+  std::string date;                          ///< when the header was written (UTC, ISO 8601)
+  std::vector<evaluation_outcome> outcomes;  ///< every outcome line, in the order written
+  std::vector<journal_event> events;         ///< the run's events in seq order, superseded ones dropped
+  std::uint64_t last_seq = 0;                ///< highest seq among `events`
+  std::size_t segments = 0;                  ///< 1 for a run never resumed; +1 per resume
+  std::size_t lines = 0;                     ///< complete lines read
+  std::uintmax_t complete_bytes = 0;         ///< size up to the end of the last complete line
+  std::uintmax_t torn_bytes = 0;             ///< bytes after it: a line torn by a kill, ignored
+  [[nodiscard]] bool has_header() const noexcept { return segments > 0; }
+};
+
+/// Reads a journal. A torn last line (a kill mid-write) is ignored; any other line that is not a
+/// valid journal line throws kernelbrain::error naming the file and the line number.
+[[nodiscard]] journal_contents read_journal(std::filesystem::path const& path);
+
+/// What a resumed run needs: the header, every finished evaluation, and the last event written.
+[[nodiscard]] resume_state load_journal(std::filesystem::path const& path);
+
+enum class journal_mode {
+  create,  ///< a new journal; an existing file is never overwritten
+  resume,  ///< continue the run the journal records; its header must match this run's
+};
+
+/// What opening a journal for resume found (for the CLI's notes and for tests).
+struct journal_resume_info {
+  std::size_t outcomes = 0;           ///< finished evaluations the resumed run will not repeat
+  std::uint64_t recorded_seq = 0;     ///< last event seq the journal held
+  std::uintmax_t torn_bytes = 0;      ///< a torn last line that was cut off before appending
+  bool budget_changed = false;        ///< the run's events are re-written from seq 1 (see below)
+  budget previous_limits;             ///< the budget the journal was written with
+};
+
+/// The JSONL journal_sink. Thread-safe: outcomes come from the evaluation plane, events from the
+/// main thread. Each line is flushed as it is written, so a kill -9 loses at most the line in progress.
+///
+/// Resuming: a run with the same header and budget replays the same deterministic search, so its
+/// events up to the recorded seq are already in the file and are not written again. A different
+/// budget can change a scheduler's choices (they may depend on the share of budget spent), so then the
+/// events are written again from seq 1 after a `resume` line that supersedes the old ones; finished
+/// evaluations are reused either way (they are keyed by content and rung, not by position).
+class jsonl_journal final : public journal_sink {
+ public:
+  /// Throws kernelbrain::error when the file cannot be created or opened, when `create` finds an
+  /// existing file, when `resume` finds none, and when the recorded header differs from `header`.
+  jsonl_journal(std::filesystem::path path, run_header header, budget limits, journal_mode mode);
+  ~jsonl_journal() override;
+  jsonl_journal(jsonl_journal const&) = delete;
+  jsonl_journal& operator=(jsonl_journal const&) = delete;
+
+  void write_outcome(evaluation_outcome const& o) override;
+  void write_event(event const& e, search_view const& v) override;
+
+  [[nodiscard]] std::filesystem::path const& path() const noexcept { return path_; }
+  /// For journal_mode::resume: the state to pass as search_options::resume (nullopt after create).
+  [[nodiscard]] std::optional<resume_state> const& resumed() const noexcept { return resumed_; }
+  [[nodiscard]] journal_resume_info const& resume_info() const noexcept { return info_; }
+  /// Throws kernelbrain::error if a write failed. An outcome is written on the evaluation thread,
+  /// which must not throw, so its failure is kept and reported here (and by the next write_event).
+  void throw_if_failed() const;
+
+ private:
+  void open_new();
+  void open_for_resume(budget const& limits);
+  void append_line(std::string line);
+  void fail_unlocked(std::string why);
+
+  std::filesystem::path path_;
+  run_header header_;
+  std::FILE* file_ = nullptr;
+  mutable std::mutex mu_;
+  std::string failure_;  ///< first write failure, empty while all is well
+  std::optional<resume_state> resumed_;
+  journal_resume_info info_;
+};
+
+}  // namespace kernelbrain
