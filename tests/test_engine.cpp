@@ -59,7 +59,7 @@ TEST_CASE("the default composition finds the synthetic optimum within 2% on most
   CHECK(within >= 7);
 }
 
-TEST_CASE("the same seed gives the same search; another seed another") {
+TEST_CASE("the same seed gives the same search, another seed another") {
   auto const& p = landscape().get_problem();
   synthetic_evaluator ev(landscape());
   auto run = [&](std::uint64_t seed, recorder& rec) {
@@ -131,8 +131,7 @@ TEST_CASE("budgets on every axis stop the search") {
     o.max_in_flight = 4;
     auto r = search(p, default_policies(p), ev, o);
     CHECK(r.stop_reason == "evaluation budget spent");
-    CHECK(r.used.evaluations >= 50);
-    CHECK(r.used.evaluations <= 50 + 4);  // in-flight work at the stop is kept, not re-done
+    CHECK(r.used.evaluations == 50);  // no evaluation is started that the budget cannot pay for
   }
   SUBCASE("device seconds") {
     search_options o;
@@ -226,7 +225,7 @@ struct too_fast_evaluator final : evaluator {
 };
 }  // namespace
 
-TEST_CASE("times below the roofline floor are rejected as impossible; evaluator errors are typed") {
+TEST_CASE("times below the roofline floor are rejected as impossible, evaluator errors are typed") {
   auto const& p = landscape().get_problem();
   too_fast_evaluator ev;
   recorder rec;
@@ -277,7 +276,7 @@ struct watching_gate {
 };
 }  // namespace
 
-TEST_CASE("generation and evaluation overlap; each policy is called from one thread") {
+TEST_CASE("generation and evaluation overlap, each policy is called from one thread") {
   auto const& p = landscape().get_problem();
   synthetic_evaluator ev(landscape());
   std::set<std::thread::id> gate_threads, generator_threads;

@@ -45,15 +45,24 @@ class erased_holder : public Interface {
   T value;
 };
 
+/// What a wrapper `Any` may be built from: a movable (or copyable) model of its axis's concept that is
+/// not itself such a wrapper.
+template <class T, class Any>
+concept erasable_into =
+    !std::derived_from<std::remove_cvref_t<T>, Any> && Any::axis::template models<std::remove_cvref_t<T>> &&
+    std::constructible_from<std::remove_cvref_t<T>, T&&>;
+
 /// The owning handle the five wrappers share. `Axis` names the interface, the model that
 /// implements it for a T, and whether T models the axis's concept.
 template <class Axis>
 class basic_any {
  public:
+  using axis = Axis;
+
   /// From any model of the concept, but never from another erased wrapper of this axis (that is a move).
-  template <class T>
-    requires(!std::derived_from<std::remove_cvref_t<T>, basic_any> && Axis::template models<std::remove_cvref_t<T>>)
-  basic_any(T&& policy)  // NOLINT(google-explicit-constructor): implicit on purpose, like std::function
+  template <erasable_into<basic_any> T>
+  // Implicit on purpose, like std::function; the constraint keeps it from hiding copy and move.
+  basic_any(T&& policy)  // NOLINT(google-explicit-constructor,bugprone-forwarding-reference-overload)
       : self_(std::make_unique<typename Axis::template model<std::remove_cvref_t<T>>>(std::forward<T>(policy))) {}
 
   /// Optional hooks: always present here, forwarded only when the wrapped type has them.
@@ -116,13 +125,16 @@ struct ladder_axis {
     explicit model(T v) : erased_holder<interface, T>(std::move(v)) {
       if constexpr (returns_temporary) {
         auto const& self = this->value;
-        const std::span<rung const> rs = self.rungs();
+        auto const held = self.rungs();  // keep the temporary alive while copying out of it
+        const std::span<rung const> rs = held;
         copy_.assign(rs.begin(), rs.end());
       }
     }
     [[nodiscard]] std::span<rung const> rungs() const override {
-      if constexpr (returns_temporary) return copy_;
-      else return this->value.rungs();
+      if constexpr (returns_temporary)
+        return copy_;
+      else
+        return this->value.rungs();
     }
     std::vector<rung> copy_;
   };

@@ -109,8 +109,13 @@ class evaluation_plane {
 template <class Policies>
 search_result search(problem const& prob, Policies pol, evaluator& ev, search_options const& opt = {}) {
   engine<Policies> eng(prob, std::move(pol), engine_options{opt.seed, opt.limits, opt.fruitless_generation_limit});
-  eng.set_baseline(ev.measure_baseline(eng.problem()));
-  (void)ev.take_device_seconds();  // the baseline is not charged to the search
+  if (opt.resume && opt.resume->reference) {
+    eng.set_baseline(*opt.resume->reference);
+  } else {
+    eng.set_baseline(ev.measure_baseline(eng.problem()));
+    (void)ev.take_device_seconds();  // the baseline is not charged to the search
+    if (opt.journal) opt.journal->write_baseline(eng.view().baseline());
+  }
   if (opt.resume) eng.resume_from(*opt.resume);
   eng.set_journal(opt.journal);
   for (auto* o : opt.observers) eng.add_observer(o);

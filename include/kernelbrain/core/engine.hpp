@@ -41,7 +41,8 @@ class engine {
         pol_(std::move(pol)),
         opt_(opt),
         meter_(opt.limits),
-        history_(problem_, rungs(), baseline_, meter_) {
+        rungs_(owned_rungs(pol_.ladder)),
+        history_(problem_, rungs_, baseline_, meter_) {
     problem_.validate();
     if (rungs().empty()) throw error("fidelity ladder has no rungs");
     for (auto const& r : rungs())
@@ -74,7 +75,8 @@ class engine {
   }
 
   [[nodiscard]] search_view view() const noexcept { return search_view(history_); }
-  [[nodiscard]] std::span<rung const> rungs() const { return pol_.ladder.rungs(); }
+  /// The ladder's rungs, copied once at construction (a ladder may return a temporary).
+  [[nodiscard]] std::span<rung const> rungs() const noexcept { return rungs_; }
   [[nodiscard]] kernelbrain::problem const& problem() const noexcept { return problem_; }
   [[nodiscard]] budget_meter const& meter() const noexcept { return meter_; }
   [[nodiscard]] Policies& policies() noexcept { return pol_; }
@@ -84,6 +86,10 @@ class engine {
     for (;;) {
       if (stopped_) return finished{stop_reason_};
       if (auto why = meter_.exhausted(); !why.empty()) return finish(std::move(why));
+      // Evaluations in flight will count: do not start more than the budget allows.
+      if (opt_.limits.evaluations > 0 &&
+          meter_.usage().evaluations + history_.in_flight_evaluations >= opt_.limits.evaluations)
+        return waiting{};
       action a = pol_.scheduler.next(view());
       if (auto* s = std::get_if<stop_request>(&a)) return finish(s->reason.empty() ? "scheduler stopped" : s->reason);
       if (std::holds_alternative<wait_request>(a)) {
@@ -95,9 +101,14 @@ class engine {
         if (run_generation(*g)) continue;
         // Nothing new: let the evaluation plane report before asking again, or give up when idle.
         if (history_.in_flight_evaluations > 0) return waiting{};
-        if (view().fresh().empty() && fruitless_ >= opt_.fruitless_generation_limit)
-          return finish("generator proposed nothing new " + std::to_string(fruitless_) +
-                        " times in a row with nothing else to do (search space exhausted?)");
+        if (fruitless_ >= opt_.fruitless_generation_limit) {
+          if (view().fresh().empty())
+            return finish("generator proposed nothing new " + std::to_string(fruitless_) +
+                          " times in a row with nothing else to do (search space exhausted?)");
+          return finish("scheduler asked for new candidates " + std::to_string(fruitless_) + " times in a row while " +
+                        std::to_string(view().fresh().size()) +
+                        " proposed ones wait to be evaluated, and the generator had nothing new (a scheduler bug?)");
+        }
         continue;
       }
       return dispatch(std::get<evaluate_request>(a));
@@ -149,6 +160,12 @@ class engine {
   [[nodiscard]] std::uint64_t last_seq() const noexcept { return seq_; }
 
  private:
+  template <class L>
+  static std::vector<rung> owned_rungs(L const& ladder) {
+    auto const& rs = ladder.rungs();
+    return std::vector<rung>(std::begin(rs), std::end(rs));
+  }
+
   void record(evaluation_outcome const& o) {
     auto idx = history_.find(o.id);
     if (!idx) throw error("tell: unknown candidate " + o.id.str());
@@ -274,6 +291,7 @@ class engine {
   engine_options opt_;
   budget_meter meter_;
   kernelbrain::baseline baseline_;
+  std::vector<rung> rungs_;
   search_history history_;
   journal_sink* journal_ = nullptr;
   std::vector<observer*> observers_;

@@ -2,6 +2,7 @@
 // the JSONL implementation lives in kernelbrain/io/journal.hpp.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include "kernelbrain/core/evaluation.hpp"
@@ -25,16 +26,22 @@ struct resume_state {
   run_header header;
   std::unordered_map<evaluation_key, evaluation_outcome> outcomes;
   std::uint64_t last_seq = 0;
+  /// The reference timings the run was scored against. A resumed run reuses them: re-measuring would
+  /// give slightly different numbers, different scores, and a different (no longer replayed) search.
+  std::optional<baseline> reference;
 };
 
 class journal_sink {
  public:
   virtual ~journal_sink() = default;
   /// A finished evaluation. Called from the evaluation plane as soon as it finishes, so a kill
-  /// loses no finished measurement. Implementations must be thread-safe with write_event.
+  /// loses no finished measurement. Implementations must be thread-safe with write_event and must not
+  /// throw (it runs on the evaluation thread): keep a failure and report it from write_event.
   virtual void write_outcome(evaluation_outcome const&) = 0;
   /// A search event (main thread). `view` gives context, e.g. the candidate of a `proposed` event.
   virtual void write_event(event const&, search_view const&) = 0;
+  /// The baseline the run scores against, once, before any event.
+  virtual void write_baseline(baseline const&) {}
 };
 
 /// Off-hot-path hooks for progress displays and reporters (virtual by design, taskflow-style).

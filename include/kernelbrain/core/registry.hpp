@@ -49,8 +49,8 @@ class strategy_options {
   [[nodiscard]] bool contains(std::string const& key) const { return values.contains(key); }
 
   [[nodiscard]] std::string get(std::string const& key, std::string fallback) const {
-    auto const* v = lookup(key);
-    return v ? *v : std::move(fallback);
+    if (auto const* v = lookup(key)) return *v;
+    return fallback;
   }
   /// A non-negative integer of at least `min`.
   [[nodiscard]] std::size_t get_size(std::string const& key, std::size_t fallback, std::size_t min = 0) const {

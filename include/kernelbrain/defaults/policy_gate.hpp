@@ -28,15 +28,15 @@ class policy_gate {
   verdict admit(candidate const& c, evaluator& e) {
     if (auto v = e.inspect(c); !v) return v;
     if (auto v = e.build(c); !v) return v;
-    // A new seed per candidate and per call: a candidate cannot learn the inputs it will see.
-    return e.check(c, shapes_, trials_, derive_seed(seed_, "gate", c.id.value ^ ++calls_));
+    // Derived from the search seed and the candidate: unknowable to the candidate, different for every
+    // candidate, and the same in a resumed run (each candidate is gated once).
+    return e.check(c, shapes_, trials_, derive_seed(seed_, "gate", c.id.value));
   }
 
  private:
   std::vector<std::size_t> shapes_;
   int trials_;
   std::uint64_t seed_ = 0;
-  std::uint64_t calls_ = 0;
 };
 
 }  // namespace kernelbrain

@@ -4,6 +4,7 @@
 //
 // Format: one JSON object per line, each with a "type":
 //   header   the run's identity (run_header), its budget, the library version and the date; first line
+//   baseline the reference timings the run scores against (a resumed run reuses them)
 //   outcome  a finished evaluation in full (written by the evaluation plane as soon as it finishes)
 //   event    a search event by seq; a `proposed` event carries the candidate's content
 //   resume   a resumed run starts here; events with seq > after_seq written before it are superseded
@@ -27,6 +28,7 @@
 #include "kernelbrain/core/hash.hpp"
 #include "kernelbrain/core/journal_sink.hpp"
 #include "kernelbrain/core/rung.hpp"
+#include "kernelbrain/core/score.hpp"
 
 namespace kernelbrain {
 
@@ -61,6 +63,7 @@ struct journal_event {
 /// Everything a journal holds, for resume, reports and tests.
 struct journal_contents {
   run_header header;
+  std::optional<baseline> reference;         ///< the first baseline line, if the run got that far
   budget limits;                             ///< the budget of the latest run segment (header or resume line)
   std::string version;                       ///< library version that wrote the header
   std::string date;                          ///< when the header was written (UTC, ISO 8601)
@@ -78,7 +81,7 @@ struct journal_contents {
 /// valid journal line throws kernelbrain::error naming the file and the line number.
 [[nodiscard]] journal_contents read_journal(std::filesystem::path const& path);
 
-/// What a resumed run needs: the header, every finished evaluation, and the last event written.
+/// What a resumed run needs: the header, the baseline, every finished evaluation, and the last event written.
 [[nodiscard]] resume_state load_journal(std::filesystem::path const& path);
 
 enum class journal_mode {
@@ -88,11 +91,11 @@ enum class journal_mode {
 
 /// What opening a journal for resume found (for the CLI's notes and for tests).
 struct journal_resume_info {
-  std::size_t outcomes = 0;           ///< finished evaluations the resumed run will not repeat
-  std::uint64_t recorded_seq = 0;     ///< last event seq the journal held
-  std::uintmax_t torn_bytes = 0;      ///< a torn last line that was cut off before appending
-  bool budget_changed = false;        ///< the run's events are re-written from seq 1 (see below)
-  budget previous_limits;             ///< the budget the journal was written with
+  std::size_t outcomes = 0;        ///< finished evaluations the resumed run will not repeat
+  std::uint64_t recorded_seq = 0;  ///< last event seq the journal held
+  std::uintmax_t torn_bytes = 0;   ///< a torn last line that was cut off before appending
+  bool budget_changed = false;     ///< the run's events are re-written from seq 1 (see below)
+  budget previous_limits;          ///< the budget the journal was written with
 };
 
 /// The JSONL journal_sink. Thread-safe: outcomes come from the evaluation plane, events from the
@@ -114,6 +117,7 @@ class jsonl_journal final : public journal_sink {
 
   void write_outcome(evaluation_outcome const& o) override;
   void write_event(event const& e, search_view const& v) override;
+  void write_baseline(baseline const& b) override;
 
   [[nodiscard]] std::filesystem::path const& path() const noexcept { return path_; }
   /// For journal_mode::resume: the state to pass as search_options::resume (nullopt after create).
@@ -124,7 +128,7 @@ class jsonl_journal final : public journal_sink {
   void throw_if_failed() const;
 
  private:
-  void open_new();
+  void open_new(budget const& limits);
   void open_for_resume(budget const& limits);
   void append_line(std::string line);
   void fail_unlocked(std::string why);

@@ -1,0 +1,107 @@
+// The parent side of process isolation, shared by every process-isolated backend: running a tool
+// (a compiler) under limits and a wall-clock deadline, and a worker process that answers requests
+// under a watchdog. Nothing here knows what a request means. Bodies: impl/worker_process.ipp.
+#pragma once
+#if !defined(__linux__)
+#error "kernelbrain/evaluate/worker_process.hpp: process-isolated backends need Linux"
+#endif
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+#include "kernelbrain/evaluate/worker_protocol.hpp"
+
+namespace kernelbrain {
+
+/// A waitpid status in words: "exited with status 1", "was killed by signal 11 (SIGSEGV, segmentation fault)".
+[[nodiscard]] std::string describe_wait_status(int status);
+
+/// Resource limits applied to a child before it runs (0: leave that limit alone).
+struct process_limits {
+  std::uint64_t address_space_bytes = 0;
+  std::uint64_t cpu_seconds = 0;
+  std::uint64_t file_size_bytes = 0;
+};
+
+/// `argv` wrapped so that `limiter` (a worker executable in its --exec mode) applies `limits`, drops
+/// core dumps and then execs argv[0]. posix_spawn cannot set rlimits, and fork is unsafe in a
+/// multithreaded parent, so a tiny exec wrapper is the clean way.
+[[nodiscard]] std::vector<std::string> limited_command(std::string const& limiter, process_limits const& limits,
+                                                       std::vector<std::string> const& argv);
+
+/// How a captured run ended.
+struct captured_run {
+  bool started = false;      ///< false: posix_spawn failed (see `output`)
+  bool timed_out = false;    ///< the wall-clock limit expired and the process group was killed
+  int wait_status = 0;
+  std::string output;        ///< stdout and stderr interleaved, cut at the output limit
+  double seconds = 0;
+  [[nodiscard]] bool succeeded() const noexcept;  ///< started, not timed out, exited with status 0
+};
+
+/// Runs argv (looked up on PATH) in a new process group with stdin from /dev/null and stdout+stderr
+/// captured; kills the whole group when `wall_limit` expires. Safe in a multithreaded program.
+[[nodiscard]] captured_run run_captured(std::vector<std::string> const& argv, std::chrono::milliseconds wall_limit,
+                                        std::size_t output_limit = 64 * 1024);
+
+/// The result of one request to a worker.
+struct worker_reply {
+  enum class status {
+    reply,    ///< the worker answered; `msg` holds it
+    timeout,  ///< silent past the deadline: the worker was killed
+    died,     ///< the worker ended (signal or exit) before answering
+  };
+  status st = status::reply;
+  wire_message msg;
+  std::string why;       ///< for timeout and died: what happened, with the tail of the worker's stderr
+  double seconds = 0;    ///< wall time from sending the request to the outcome
+};
+
+/// One worker process: spawned with posix_spawn (never fork: the parent is multithreaded), talking
+/// over a socketpair, sharing one arena that outlives restarts. A dead or killed worker is replaced
+/// by a fresh one on the next call. Not thread-safe: one caller at a time.
+class worker_process {
+ public:
+  /// `executable` is started as `executable --serve ROLE extra_args...` and must say hello with
+  /// `role` and wire::version. Nothing starts until the first call.
+  worker_process(std::string executable, std::string role, std::vector<std::string> extra_args = {});
+  ~worker_process();
+  worker_process(worker_process const&) = delete;
+  worker_process& operator=(worker_process const&) = delete;
+
+  /// Starts the worker if none is running. Throws kernelbrain::error naming the executable when it
+  /// cannot start or does not speak this protocol version.
+  void ensure_started();
+  /// Sends one request and waits for the reply. The watchdog kills the worker when it stays silent
+  /// (no progress message, no reply) for `silence_limit`. `after_send` runs once the request is
+  /// written (a test hook: it may kill the worker).
+  [[nodiscard]] worker_reply call(std::uint32_t type, std::string_view body, std::chrono::milliseconds silence_limit,
+                                  std::function<void(int pid)> const& after_send = {});
+  /// Kills the worker's process group and reaps it. Harmless when none is running.
+  void stop() noexcept;
+
+  [[nodiscard]] shared_arena& arena() noexcept { return arena_; }
+  [[nodiscard]] int pid() const noexcept { return pid_; }
+  [[nodiscard]] bool running() const noexcept { return pid_ > 0; }
+  [[nodiscard]] std::size_t spawns() const noexcept { return spawns_; }
+  [[nodiscard]] std::string const& executable() const noexcept { return exe_; }
+
+ private:
+  int reap(bool kill_first) noexcept;  ///< returns the wait status
+  void drain_stderr() noexcept;
+  [[nodiscard]] std::string stderr_tail() const;
+
+  std::string exe_, role_;
+  std::vector<std::string> extra_;
+  shared_arena arena_;
+  int pid_ = -1;
+  int sock_ = -1;
+  int err_ = -1;
+  std::string inbuf_, errtail_;
+  std::size_t spawns_ = 0;
+};
+
+}  // namespace kernelbrain

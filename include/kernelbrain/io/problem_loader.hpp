@@ -1,0 +1,32 @@
+// Problems as data: a problem directory (problem.json plus the source files it names) to a
+// kernelbrain::problem. The format is described in docs/problem-format.md.
+// Declarations only (no JSON library here); the body is in kernelbrain/impl/problem_loader.ipp,
+// compiled once by kernelbrain/src.hpp (or the kernelbrain::runtime library).
+#pragma once
+#include <array>
+#include <filesystem>
+#include <string_view>
+#include "kernelbrain/core/problem.hpp"
+
+namespace kernelbrain {
+
+/// The shape tiers a problem file may use. A closed list on purpose: policies select shapes by tier
+/// (the default gate checks every "odd" shape), so a misspelt tier must be an error, not a shape
+/// that silently escapes a check.
+inline constexpr std::array<std::string_view, 5> problem_tiers = {"smoke", "odd", "small", "medium", "large"};
+
+/// The backends a problem file may name: C++ on the host CPU now, CUDA later.
+inline constexpr std::array<std::string_view, 2> problem_backends = {"host", "cuda"};
+
+/// The name of the file a problem directory must hold.
+inline constexpr std::string_view problem_file_name = "problem.json";
+
+/// Reads `dir`/problem.json and the files it names (reference, seed, templates), evaluates the cost
+/// model at every shape (shape::bytes, shape::flops) and returns the validated problem, with
+/// problem::directory set to the absolute directory. `dir` may also be the path of problem.json itself.
+///
+/// Throws kernelbrain::error for anything missing or malformed; the message names the file and the
+/// field, with the index for arrays, e.g. ".../problem.json: shapes[2].dims: missing dim 'C'".
+[[nodiscard]] problem load_problem(std::filesystem::path const& dir);
+
+}  // namespace kernelbrain
