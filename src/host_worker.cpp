@@ -42,7 +42,10 @@ int exec_limited(int argc, char** argv) {
   int i = 2;
   for (; i < argc; ++i) {
     const std::string_view a = argv[i];
-    if (a == "--") { ++i; break; }
+    if (a == "--") {
+      ++i;
+      break;
+    }
     auto value = [&](std::string_view key, std::uint64_t& out) {
       if (a.substr(0, key.size()) != key) return false;
       out = std::strtoull(argv[i] + key.size(), nullptr, 10);
@@ -60,9 +63,18 @@ int exec_limited(int argc, char** argv) {
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // a compile outlives no parent
   const rlimit no_core{0, 0};
   ::setrlimit(RLIMIT_CORE, &no_core);
-  if (as) { const rlimit l{as, as}; ::setrlimit(RLIMIT_AS, &l); }
-  if (cpu) { const rlimit l{cpu, cpu + 1}; ::setrlimit(RLIMIT_CPU, &l); }  // SIGXCPU, then SIGKILL a second later
-  if (fsize) { const rlimit l{fsize, fsize}; ::setrlimit(RLIMIT_FSIZE, &l); }
+  if (as) {
+    const rlimit l{as, as};
+    ::setrlimit(RLIMIT_AS, &l);
+  }
+  if (cpu) {
+    const rlimit l{cpu, cpu + 1};
+    ::setrlimit(RLIMIT_CPU, &l);
+  }  // SIGXCPU, then SIGKILL a second later
+  if (fsize) {
+    const rlimit l{fsize, fsize};
+    ::setrlimit(RLIMIT_FSIZE, &l);
+  }
   ::execvp(argv[i], argv + i);
   std::fprintf(stderr, "kernelbrain-host-worker: cannot run '%s': %s\n", argv[i], std::strerror(errno));
   return 127;
@@ -122,9 +134,15 @@ class host_worker {
           (void)load(q.module, rep);
           break;
         }
-        case hp::request::run: run(hp::decode_run(body), ctx, rep); break;
-        case hp::request::time: time(hp::decode_time(body), ctx, rep); break;
-        default: fail(rep, hp::status::bad_request, "unknown request type " + std::to_string(type)); break;
+        case hp::request::run:
+          run(hp::decode_run(body), ctx, rep);
+          break;
+        case hp::request::time:
+          time(hp::decode_time(body), ctx, rep);
+          break;
+        default:
+          fail(rep, hp::status::bad_request, "unknown request type " + std::to_string(type));
+          break;
       }
     } catch (wire_error const& e) {
       fail(rep, hp::status::bad_request, e.what());
@@ -185,7 +203,8 @@ class host_worker {
                    std::vector<float*>& out, hp::reply& rep) {
     out.clear();
     for (auto const& t : refs) {
-      if (t.offset % alignof(float) != 0 || t.offset > arena_bytes || t.count > (arena_bytes - t.offset) / sizeof(float))
+      if (t.offset % alignof(float) != 0 || t.offset > arena_bytes ||
+          t.count > (arena_bytes - t.offset) / sizeof(float))
         return fail(rep, hp::status::bad_request, "tensor outside the arena");
       out.push_back(arena.at<float>(t.offset));
     }
@@ -195,7 +214,8 @@ class host_worker {
   bool prepare(hp::run_request const& q, worker_context& ctx, prepared& p, hp::reply& rep) {
     ctx.arena().ensure(q.arena_bytes);
     std::vector<float*> in;
-    if (!bind(q.inputs, q.arena_bytes, ctx.arena(), in, rep) || !bind(q.outputs, q.arena_bytes, ctx.arena(), p.out, rep))
+    if (!bind(q.inputs, q.arena_bytes, ctx.arena(), in, rep) ||
+        !bind(q.outputs, q.arena_bytes, ctx.arena(), p.out, rep))
       return false;
     p.in.assign(in.begin(), in.end());
     p.dims.assign(q.dims.begin(), q.dims.end());
@@ -227,7 +247,8 @@ class host_worker {
     try {
       fn(&a);
     } catch (std::bad_alloc const&) {
-      return fail(rep, hp::status::bad_alloc, "kb_kernel threw std::bad_alloc: it allocated more than the worker's memory limit");
+      return fail(rep, hp::status::bad_alloc,
+                  "kb_kernel threw std::bad_alloc: it allocated more than the worker's memory limit");
     } catch (std::exception const& e) {
       return fail(rep, hp::status::threw, "kb_kernel threw " + type_name(typeid(e)) + ": " + e.what());
     } catch (...) {
@@ -294,8 +315,8 @@ class host_worker {
         rep.index = static_cast<std::int32_t>(i);
         return fail(rep, hp::status::unwritten,
                     std::to_string(left) + " of " + std::to_string(refs[i].count) +
-                        " elements still hold the poison written before call " + std::to_string(call_index + 1) + " of " +
-                        std::to_string(calls) + " (first at index " + std::to_string(first) +
+                        " elements still hold the poison written before call " + std::to_string(call_index + 1) +
+                        " of " + std::to_string(calls) + " (first at index " + std::to_string(first) +
                         "); a candidate must do the work on every call");
       }
     }
@@ -313,11 +334,20 @@ class host_worker {
     }
     std::vector<float*> last;
     for (auto off : q.last_inputs) {
-      if (off > q.a.arena_bytes) { fail(rep, hp::status::bad_request, "input set outside the arena"); return; }
+      if (off > q.a.arena_bytes) {
+        fail(rep, hp::status::bad_request, "input set outside the arena");
+        return;
+      }
       last.push_back(ctx.arena().at<float>(off));
     }
-    if (!last.empty() && last.size() != a.in.size()) { fail(rep, hp::status::bad_request, "input set size mismatch"); return; }
-    if (q.samples < 1 || q.warmup < 0) { fail(rep, hp::status::bad_request, "no samples"); return; }
+    if (!last.empty() && last.size() != a.in.size()) {
+      fail(rep, hp::status::bad_request, "input set size mismatch");
+      return;
+    }
+    if (q.samples < 1 || q.warmup < 0) {
+      fail(rep, hp::status::bad_request, "no samples");
+      return;
+    }
     ensure_flush_buffer(q.flush_bytes);
     limit_memory(q.a.memory_allowance);
     auto fa = load(q.a.module, rep);
@@ -359,16 +389,18 @@ int main(int argc, char** argv) {
   if (argc >= 3 && std::string_view(argv[1]) == "--serve" && std::string_view(argv[2]) == hp::role) {
     host_worker w;
     return serve_requests(
-        hp::role, [&w](std::uint32_t type, std::string_view body, worker_context& ctx) { return w.handle(type, body, ctx); },
+        hp::role,
+        [&w](std::uint32_t type, std::string_view body, worker_context& ctx) { return w.handle(type, body, ctx); },
         [] {
           // A candidate must not write files: with a zero file-size limit any attempt ends the worker.
           const rlimit no_files{0, 0};
           ::setrlimit(RLIMIT_FSIZE, &no_files);
         });
   }
-  std::fprintf(stderr,
-               "kernelbrain-host-worker: runs candidates for KernelBrain's host evaluator, which starts it.\n"
-               "  usage: kernelbrain-host-worker --serve host   (started by the evaluator, with its channel on fd 3)\n"
-               "         kernelbrain-host-worker --exec [--as=BYTES] [--cpu=SECONDS] [--fsize=BYTES] -- PROGRAM ARGS...\n");
+  std::fprintf(
+      stderr,
+      "kernelbrain-host-worker: runs candidates for KernelBrain's host evaluator, which starts it.\n"
+      "  usage: kernelbrain-host-worker --serve host   (started by the evaluator, with its channel on fd 3)\n"
+      "         kernelbrain-host-worker --exec [--as=BYTES] [--cpu=SECONDS] [--fsize=BYTES] -- PROGRAM ARGS...\n");
   return 2;
 }

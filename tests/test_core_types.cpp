@@ -91,6 +91,12 @@ TEST_CASE("parameters and parameter spaces") {
   for (std::uint64_t i = 0; i < s.cardinality(); ++i) distinct.insert(s.at(i).to_string());
   CHECK(distinct.size() == 12);
 
+  parameter_space fixed;  // a template without parameters is one point, not none
+  CHECK(fixed.cardinality() == 1);
+  CHECK(fixed.enumerate().size() == 1);
+  CHECK(fixed.admits(parameters{}));
+  CHECK_FALSE(fixed.admits(parameters{{"X", 1}}));
+
   parameter_space bad = s;
   bad.constraints = {"BLOCK * WARPS < 3"};
   CHECK_THROWS_WITH_AS(bad.validate("hint 'x'"), doctest::Contains("hint 'x'"), error);

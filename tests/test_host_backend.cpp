@@ -15,6 +15,7 @@
 #include <kernelbrain/search.hpp>
 #include <set>
 #include <sstream>
+#include <thread>
 
 using namespace kernelbrain;
 namespace fs = std::filesystem;
@@ -67,7 +68,8 @@ problem scale_rows() {
   p.inputs = {{"x", "R * C", "normal"}, {"w", "C", "uniform"}};
   p.outputs = {{"y", "R * C", "normal"}, {"s", "R", "normal"}};
   p.tol = {1e-4, 1e-5};
-  p.shapes = {shape{"small", {{"R", 8}, {"C", 64}}, "smoke", 1, 0, 0}, shape{"odd", {{"R", 5}, {"C", 37}}, "odd", 1, 0, 0},
+  p.shapes = {shape{"small", {{"R", 8}, {"C", 64}}, "smoke", 1, 0, 0},
+              shape{"odd", {{"R", 5}, {"C", 37}}, "odd", 1, 0, 0},
               shape{"medium", {{"R", 64}, {"C", 1000}}, "medium", 1, 0, 0},
               shape{"large", {{"R", 512}, {"C", 2000}}, "large", 1, 0, 0}};
   p.reference_source = R"(
@@ -137,7 +139,8 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
 
 }  // namespace
 
-TEST_CASE("host backend: every corpus candidate gets the verdict its file names, and the next candidate still evaluates") {
+TEST_CASE(
+    "host backend: every corpus candidate gets the verdict its file names, and the next candidate still evaluates") {
   auto const p = scale_rows();
   std::vector<fs::path> files;
   for (auto const& e : fs::directory_iterator(corpus_dir()))
@@ -174,10 +177,10 @@ TEST_CASE("host backend: every corpus candidate gets the verdict its file names,
     CHECK_MESSAGE(shared.check(correct, std::vector<std::size_t>{0, 1}, 1, 99).passed(),
                   "the correct candidate failed after " << name);
   }
-  for (char const* required :
-       {"correct", "segfault", "infinite_loop", "abort", "huge_allocation", "partial_write", "writes_input", "returns_nan",
-        "nondeterministic", "wrong_at_odd_sizes", "skips_repeat_calls", "compile_bomb", "forbidden_construct",
-        "missing_entry", "wrong_signature", "memo_by_pointer", "memo_after_two_calls", "stray_thread"})
+  for (char const* required : {"correct", "segfault", "infinite_loop", "abort", "huge_allocation", "partial_write",
+                               "writes_input", "returns_nan", "nondeterministic", "wrong_at_odd_sizes",
+                               "skips_repeat_calls", "compile_bomb", "forbidden_construct", "missing_entry",
+                               "wrong_signature", "memo_by_pointer", "memo_after_two_calls", "stray_thread"})
     CHECK_MESSAGE(seen.contains(required), "tests/host_corpus/" << required << ".cpp is missing");
 }
 
@@ -209,7 +212,8 @@ TEST_CASE("host backend: a candidate wrong only at odd sizes passes the regular 
   CHECK(ev.measure(c, test_rung({0, 1}), {3, nullptr}).result.where == stage::correctness);
 }
 
-TEST_CASE("host backend: a candidate that replays a remembered answer is caught by the fresh values of the last timed call") {
+TEST_CASE(
+    "host backend: a candidate that replays a remembered answer is caught by the fresh values of the last timed call") {
   auto const p = scale_rows();
   host_evaluator ev(p, test_options());
   const auto c = from_source(corpus("memo_after_two_calls"));
@@ -220,7 +224,9 @@ TEST_CASE("host backend: a candidate that replays a remembered answer is caught 
   CHECK(m.timings.empty());
 }
 
-TEST_CASE("host backend: a worker killed in the middle of timing costs that one measurement, and the next candidate runs on a fresh worker") {
+TEST_CASE(
+    "host backend: a worker killed in the middle of timing costs that one measurement, and the next candidate runs on "
+    "a fresh worker") {
   auto const p = scale_rows();
   auto o = test_options();
   int killed = 0;
@@ -248,6 +254,21 @@ TEST_CASE("host backend: a worker killed in the middle of timing costs that one 
   CHECK(ev.worker_starts() == starts + 1);
   CHECK(ev.worker_pid() != killed);
   CHECK(ev.worker_pid() > 0);
+
+  // A worker killed while idle is replaced before the next request, which it does not cost.
+  const int idle = ev.worker_pid();
+  REQUIRE(::kill(idle, SIGKILL) == 0);
+  for (int i = 0; i < 1000; ++i) {  // until it is a zombie (the evaluator reaps it)
+    std::ifstream stat("/proc/" + std::to_string(idle) + "/stat");
+    std::string pid, comm, state;
+    stat >> pid >> comm >> state;
+    if (state == "Z") break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  const auto m3 = ev.measure(second, test_rung({0}), {7, nullptr});
+  INFO(m3.result.detail);
+  CHECK(m3.result.passed());
+  CHECK(ev.worker_starts() == starts + 2);
 }
 
 TEST_CASE("host backend: the same candidate measured twice gives consistent medians and confidence intervals") {
@@ -313,9 +334,10 @@ TEST_CASE("host backend: device seconds, the baseline and the fingerprint") {
   REQUIRE(m.result.passed());
   CHECK(m.device_seconds == 0);  // reported through take_device_seconds only (the engine adds it)
   double timed = 0;
-  for (auto const& t : m.timings) for (double s : t.samples) timed += s;
+  for (auto const& t : m.timings)
+    for (double s : t.samples) timed += s;
   const double charged = ev.take_device_seconds();
-  CHECK(charged >= timed);       // the timed calls plus warm-up and correctness runs
+  CHECK(charged >= timed);  // the timed calls plus warm-up and correctness runs
   CHECK(charged < 1.0);
   CHECK(ev.take_device_seconds() == 0);
   const auto f = ev.fingerprint();
@@ -503,8 +525,8 @@ TEST_CASE("host backend: the default search on a host problem beats a naive refe
   const auto start = std::chrono::steady_clock::now();
   const auto r = search(p, default_policies(p), ev, o);
   MESSAGE("search: ", r.candidates, " candidates, ", r.counters.evaluations, " evaluations, ", r.counters.rejected,
-          " rejected, stop: ", r.stop_reason, ", best speedup ",
-          r.best_score ? r.best_score->speedup : 0.0, " at rung ", r.best_rung, " in ", seconds_since(start), " s");
+          " rejected, stop: ", r.stop_reason, ", best speedup ", r.best_score ? r.best_score->speedup : 0.0,
+          " at rung ", r.best_rung, " in ", seconds_since(start), " s");
   REQUIRE(r.best.has_value());
   CHECK_FALSE(r.stop_reason.empty());
   CHECK(r.best_score->speedup > 1.0);

@@ -27,16 +27,16 @@
 #include <map>
 #include <memory>
 #include <mutex>
-#include <set>
 #include <sstream>
 #include <string>
 #include <string_view>
 #include <thread>
 #include <vector>
 
+#include <kernelbrain/evaluate/host_abi.h>
 #include <kernelbrain/core/expr.hpp>
 #include <kernelbrain/core/rng.hpp>
-#include <kernelbrain/evaluate/host_abi.h>
+#include <kernelbrain/evaluate/source_policy.hpp>
 #include <kernelbrain/generate/template_space.hpp>
 #include <kernelbrain/io/problem_loader.hpp>
 
@@ -181,13 +181,13 @@ int run_process(std::vector<std::string> const& argv, fs::path const& log) {
 struct compile_job {
   std::string label;  ///< what it is, for messages
   std::string source;
-  fs::path so;        ///< where the shared object goes
-  std::string failure; ///< empty when it compiled; the compiler's output otherwise
+  fs::path so;          ///< where the shared object goes
+  std::string failure;  ///< empty when it compiled; the compiler's output otherwise
 };
 
-/// Compiles every job to a shared object with the system compiler ($KB_TEST_CXX or c++), at most
-/// two at a time (CI machines have two cores). Warnings are errors: a warning in a shipped template
-/// is as likely a bug as in our own code.
+/// Compiles every job to a shared object with the system compiler ($KB_TEST_CXX or c++) and the host
+/// backend's default flags, at most two at a time (CI machines have two cores). Warnings are errors:
+/// a warning in a shipped template is as likely a bug as in our own code.
 void compile_all(std::vector<compile_job>& jobs) {
   const char* env = std::getenv("KB_TEST_CXX");
   const std::string cxx = env && *env ? env : "c++";
@@ -202,7 +202,7 @@ void compile_all(std::vector<compile_job>& jobs) {
         std::ofstream out(src, std::ios::binary);
         out << j.source;
       }
-      const int rc = run_process({cxx, "-std=c++20", "-O2", "-march=native", "-fPIC", "-shared", "-pthread", "-Wall",
+      const int rc = run_process({cxx, "-std=c++20", "-O3", "-march=native", "-fPIC", "-shared", "-pthread", "-Wall",
                                   "-Wextra", "-Werror", include, "-o", j.so.string(), src.string()},
                                  log);
       if (rc != 0) j.failure = "exit status " + std::to_string(rc) + ":\n" + read_file(log).substr(0, 3000);
@@ -256,9 +256,12 @@ tensors make_inputs(problem const& p, shape const& s, std::uint64_t seed) {
   for (auto const& t : p.inputs) {
     std::vector<float> v(static_cast<std::size_t>(elements(t, s)));
     for (auto& e : v) {
-      if (t.distribution == "uniform") e = static_cast<float>(2 * r.uniform() - 1);
-      else if (t.distribution == "positive") e = static_cast<float>(0.01 + r.uniform());
-      else e = static_cast<float>(r.normal());
+      if (t.distribution == "uniform")
+        e = static_cast<float>(2 * r.uniform() - 1);
+      else if (t.distribution == "positive")
+        e = static_cast<float>(0.01 + r.uniform());
+      else
+        e = static_cast<float>(r.normal());
     }
     in.push_back(std::move(v));
   }
@@ -281,7 +284,11 @@ tensors run_kernel(kb_kernel_fn fn, problem const& p, shape const& s, tensors co
   std::vector<float*> outs;
   for (auto& v : out) outs.push_back(v.data());
   const auto dims = dims_of(p, s);
-  const kb_args args{ins.data(), outs.data(), dims.data(), static_cast<int>(ins.size()), static_cast<int>(outs.size()),
+  const kb_args args{ins.data(),
+                     outs.data(),
+                     dims.data(),
+                     static_cast<int>(ins.size()),
+                     static_cast<int>(outs.size()),
                      static_cast<int>(dims.size())};
   fn(&args);
   return out;
@@ -299,12 +306,15 @@ std::string compare(std::vector<float> const& out, std::vector<float> const& ref
   for (std::size_t i = 0; i < out.size(); ++i) {
     const double err = std::isfinite(out[i]) ? std::abs(static_cast<double>(out[i]) - ref[i])
                                              : std::numeric_limits<double>::infinity();
-    if (err > worst_err) { worst_err = err; worst = i; }
+    if (err > worst_err) {
+      worst_err = err;
+      worst = i;
+    }
   }
   if (worst_err <= bound) return {};
   std::ostringstream s;
-  s << "element " << worst << ": got " << out[worst] << ", want " << ref[worst] << " (error " << worst_err
-    << ", bound " << bound << ")";
+  s << "element " << worst << ": got " << out[worst] << ", want " << ref[worst] << " (error " << worst_err << ", bound "
+    << bound << ")";
   return s.str();
 }
 
@@ -365,23 +375,10 @@ const std::map<std::string, exact_fn> exact_computations = {
 
 const std::vector<std::string> shipped_problems = {"softmax", "rmsnorm", "matvec"};
 
-/// What a host candidate may include (mirrors the static policy the gate applies).
-const std::set<std::string> allowed_includes = {
-    "cmath", "cstddef", "cstdint", "cstring", "algorithm", "array", "numeric", "limits", "immintrin.h",
-    "thread", "vector", "atomic", "kernelbrain/evaluate/host_abi.h"};
-
-/// Every header `source` includes, as written between <> or "".
-std::vector<std::string> includes_of(std::string const& source) {
-  std::vector<std::string> out;
-  std::istringstream lines(source);
-  for (std::string line; std::getline(lines, line);) {
-    const auto start = line.find_first_not_of(" \t");
-    if (start == std::string::npos || line.compare(start, 8, "#include") != 0) continue;
-    const auto open = line.find_first_of("<\"", start + 8);
-    const auto close = line.find_first_of(">\"", open + 1);
-    if (open != std::string::npos && close != std::string::npos) out.push_back(line.substr(open + 1, close - open - 1));
-  }
-  return out;
+/// Empty when the host backend's static source policy (the gate's first check) admits `source`.
+std::string policy_rejection(std::string const& source) {
+  const auto v = inspect_host_source(source, host_source_policy{});
+  return v.passed() ? std::string() : v.detail;
 }
 
 /// A process-wide directory for compiled kernels, removed at exit.
@@ -397,7 +394,8 @@ fs::path const& compiled_reference(problem const& p) {
   std::lock_guard lock(m);
   auto it = done.find(p.name);
   if (it != done.end()) return it->second;
-  std::vector<compile_job> job{{p.name + " reference", p.reference_source, build_dir() / (p.name + "-reference.so"), {}}};
+  std::vector<compile_job> job{
+      {p.name + " reference", p.reference_source, build_dir() / (p.name + "-reference.so"), {}}};
   compile_all(job);
   REQUIRE_MESSAGE(job[0].failure.empty(), job[0].label << " does not compile: " << job[0].failure);
   return done.emplace(p.name, job[0].so).first->second;
@@ -465,6 +463,11 @@ TEST_CASE("load_problem reads a well-formed problem directory") {
   CHECK(fs::path(p.directory) == fs::absolute(d.path()).lexically_normal());
   CHECK(instantiate(p.catalogue[1], {{"U", 4}, {"V", 2}}, "test").source == "// unrolled by 4, 2 ways\n");
 
+  // A description is free text for people.
+  write_problem(d.path(), mutate(R"("name": "scale",)", R"("name": "scale", "description": "doubles x",)"));
+  CHECK(load_problem(d.path()).name == "scale");
+  write_problem(d.path(), base_json);
+
   // The path of problem.json itself works too; comments are allowed; seed and catalogue are optional.
   CHECK(load_problem(d.path() / "problem.json").name == "scale");
   std::string minimal = mutate("\"seed\": \"seed.cpp\",", "// no seed\n");
@@ -476,6 +479,20 @@ TEST_CASE("load_problem reads a well-formed problem directory") {
   const auto q = load_problem(d.path());
   CHECK_FALSE(q.seed_source);
   CHECK(q.catalogue.empty());
+
+  // A launch plan may be structured JSON: it is kept as JSON text, and its placeholders count as uses.
+  write_problem(
+      d.path(),
+      mutate(R"("template": "templates/t.cpp",)",
+             R"J("template": "templates/t.cpp", "launch": {"grid": ["ceil_div(N, ${U})", 1], "block": [128]},)J"));
+  const auto l = load_problem(d.path());
+  CHECK(instantiate(l.catalogue[1], {{"U", 4}, {"V", 2}}, "test").launch ==
+        R"J({"grid":["ceil_div(N, 4)",1],"block":[128]})J");
+  write_problem(d.path(), mutate(R"("template": "templates/t.cpp",)",
+                                 R"("template": "templates/t.cpp", "launch": {"grid": "${Z}"},)"));
+  check_message(load_error(d.path()), {"catalogue[1].launch: uses ${Z}, which is not one of its parameters (U, V)"});
+  write_problem(d.path(), mutate(R"("template": "templates/t.cpp",)", R"("launch": "grid ${U} ${V}",)"), "// fixed\n");
+  CHECK(load_problem(d.path()).catalogue[1].templ->launch == "grid ${U} ${V}");
 }
 
 TEST_CASE("load_problem: a missing directory or problem.json, or text that is not JSON") {
@@ -507,7 +524,9 @@ TEST_CASE("load_problem names the file and the field of every malformed part") {
       {R"("rtol": 1e-4, "atol": 1e-5)", R"("rtol": 1e-4)", {"tolerance: missing field 'atol'"}},
       {R"({"name": "y", "size": "N * M"})", R"({"name": "y"})", {"outputs[0]: missing field 'size'"}},
       {R"("tier": "smoke")", R"("weight": 1)", {"shapes[0]: missing field 'tier'"}},
-      {R"({"name": "plain", "prose": "the obvious loop"})", R"({"name": "plain"})", {"catalogue[0]: missing field 'prose'"}},
+      {R"({"name": "plain", "prose": "the obvious loop"})",
+       R"({"name": "plain"})",
+       {"catalogue[0]: missing field 'prose'"}},
       // wrong types
       {R"("weight": 2)", R"("weight": "2")", {"shapes[1].weight: expected a number, found a string"}},
       {R"({"N": 4, "M": 8})", R"({"N": 4.5, "M": 8})", {"shapes[0].dims.N: expected an integer"}},
@@ -517,34 +536,48 @@ TEST_CASE("load_problem names the file and the field of every malformed part") {
       {R"("U": [1, 2, 4, 8])", R"("U": [1, 2, "4", 8])", {"catalogue[1].parameters.U[2]: expected an integer"}},
       {R"(["U * V <= 8"])", R"("U * V <= 8")", {"catalogue[1].constraints: expected an array"}},
       // unknown fields: typos are rejected, with the known names
-      {R"("shapes": [)", R"("shapess": [)",
-       {"problem.json: unknown field 'shapess'", "did you mean 'shapes'?", "known: name, backend, signature"}},
-      {R"("tier": "smoke")", R"("tier": "smoke", "wieght": 1)", {"shapes[0]: unknown field 'wieght'", "did you mean 'weight'?"}},
-      {R"({"name": "y", "size": "N * M"})", R"({"name": "y", "size": "N * M", "distribution": "normal"})",
+      {R"("shapes": [)",
+       R"("shapess": [)",
+       {"problem.json: unknown field 'shapess'", "did you mean 'shapes'?",
+        "known: name, backend, signature, description"}},
+      {R"("tier": "smoke")",
+       R"("tier": "smoke", "wieght": 1)",
+       {"shapes[0]: unknown field 'wieght'", "did you mean 'weight'?"}},
+      {R"({"name": "y", "size": "N * M"})",
+       R"({"name": "y", "size": "N * M", "distribution": "normal"})",
        {"outputs[0]: unknown field 'distribution'"}},
       {R"("rtol": 1e-4,)", R"("rtol": 1e-4, "rtoll": 1,)", {"tolerance: unknown field 'rtoll'"}},
-      {R"("prose": "unroll by U",)", R"("prose": "unroll by U", "constraint": [],)", {"catalogue[1]: unknown field 'constraint'"}},
+      {R"("prose": "unroll by U",)",
+       R"("prose": "unroll by U", "constraint": [],)",
+       {"catalogue[1]: unknown field 'constraint'"}},
       // expressions over dims
-      {R"("size": "N * M", "distribution")", R"("size": "N * K", "distribution")",
+      {R"("size": "N * M", "distribution")",
+       R"("size": "N * K", "distribution")",
        {"inputs[0].size", "unknown symbol 'K'", "the dims are: N, M"}},
       {R"("flops": "N * M")", R"("flops": "N * Q")", {"cost.flops", "unknown symbol 'Q'"}},
       {R"("bytes": "8 * N * M")", R"("bytes": "8 * (N * M")", {"cost.bytes", "missing ')'"}},
-      {R"({"name": "y", "size": "N * M"})", R"({"name": "y", "size": "N - 4"})", {"outputs[0].size", "is not >= 1", "'small'"}},
+      {R"({"name": "y", "size": "N * M"})",
+       R"({"name": "y", "size": "N - 4"})",
+       {"outputs[0].size", "is not >= 1", "'small'"}},
       // referenced files
       {R"("reference": "ref.cpp")", R"("reference": "nope.cpp")", {"reference: file 'nope.cpp' not found"}},
       {R"("seed": "seed.cpp")", R"("seed": "seeds/seed.cpp")", {"seed: file 'seeds/seed.cpp' not found"}},
-      {R"("template": "templates/t.cpp")", R"("template": "templates/u.cpp")",
+      {R"("template": "templates/t.cpp")",
+       R"("template": "templates/u.cpp")",
        {"catalogue[1].template: file 'templates/u.cpp' not found"}},
       // parameters and constraints
       {R"("U * V <= 8")", R"("U * <= 8")", {"catalogue[1].constraints[0]", "expression \"U * <= 8\""}},
-      {R"("U * V <= 8")", R"("U * W <= 8")", {"catalogue[1].constraints[0]", "unknown symbol 'W'", "the parameters are: U, V"}},
+      {R"("U * V <= 8")",
+       R"("U * W <= 8")",
+       {"catalogue[1].constraints[0]", "unknown symbol 'W'", "the parameters are: U, V"}},
       {R"("U * V <= 8")", R"("U * V > 100")", {"catalogue[1].constraints", "admit no point"}},
       {R"("V": [1, 2])", R"("V": [])", {"catalogue[1].parameters.V: has no values"}},
       {R"("U": [1, 2, 4, 8])", R"("U": [1, 2, 2, 8])", {"catalogue[1].parameters.U[2]: value 2 is listed twice"}},
       {R"("V": [1, 2])", R"("V": [1, 2], "N": [1])", {"catalogue[1].parameters.N", "already a dim"}},
       {R"({"U": [1, 2, 4, 8], "V": [1, 2]})", "{}", {"catalogue[1].parameters: lists no parameter"}},
       // shapes
-      {R"({"name": "odd", "dims")", R"({"name": "small", "dims")",
+      {R"({"name": "odd", "dims")",
+       R"({"name": "small", "dims")",
        {"shapes[1].name: duplicate shape name 'small'", "shapes[0]"}},
       {R"("tier": "odd")", R"("tier": "Odd")", {"shapes[1].tier: unknown tier 'Odd'", "smoke, odd"}},
       {R"({"N": 4, "M": 8})", R"({"N": 4})", {"shapes[0].dims: missing dim 'M'"}},
@@ -555,10 +588,14 @@ TEST_CASE("load_problem names the file and the field of every malformed part") {
       // the rest
       {R"("backend": "host")", R"("backend": "gpu")", {"backend: unknown backend 'gpu'", "host, cuda"}},
       {R"("rtol": 1e-4)", R"("rtol": -1e-4)", {"tolerance.rtol: must be a finite number >= 0"}},
-      {R"("bytes_per_second": 1e11)", R"("bytes_per_second": null)", {"machine.bytes_per_second: expected a number, found null"}},
+      {R"("bytes_per_second": 1e11)",
+       R"("bytes_per_second": null)",
+       {"machine.bytes_per_second: expected a number, found null"}},
       {R"("dims": ["N", "M"])", R"("dims": ["N", "N"])", {"dims[1]: dim 'N' is listed twice"}},
       {R"("dims": ["N", "M"])", R"("dims": ["N", "2M"])", {"dims[1]: '2M' is not a name"}},
-      {R"({"name": "y", "size")", R"({"name": "x", "size")", {"outputs[0].name: a tensor named 'x' is already declared"}},
+      {R"({"name": "y", "size")",
+       R"({"name": "x", "size")",
+       {"outputs[0].name: a tensor named 'x' is already declared"}},
       {R"({"name": "unrolled")", R"({"name": "plain")", {"catalogue[1].name: duplicate hint name 'plain'"}},
   };
   for (auto const& c : cases) {
@@ -591,8 +628,10 @@ TEST_CASE("the shipped host problems load and their catalogues are sound") {
       CHECK(p.machine.floor_seconds(s) > 0);
     }
     REQUIRE(p.seed_source);
-    for (auto const* src : {&p.reference_source, &*p.seed_source})
-      for (auto const& inc : includes_of(*src)) CHECK_MESSAGE(allowed_includes.count(inc), name << " includes " << inc);
+    for (auto const* src : {&p.reference_source, &*p.seed_source}) {
+      const auto why = policy_rejection(*src);
+      CHECK_MESSAGE(why.empty(), why);
+    }
     CHECK(p.catalogue.size() >= 3);
     CHECK(p.catalogue.size() <= 4);
     for (auto const& h : p.catalogue) {
@@ -608,7 +647,8 @@ TEST_CASE("the shipped host problems load and their catalogues are sound") {
       const auto cand = instantiate(h, *c, "test");
       CHECK_FALSE(contains(cand.source, "${"));
       CHECK(contains(cand.source, "extern \"C\" void kb_kernel(const kb_args* args)"));
-      for (auto const& inc : includes_of(cand.source)) CHECK_MESSAGE(allowed_includes.count(inc), "includes " << inc);
+      const auto why = policy_rejection(cand.source);
+      CHECK_MESSAGE(why.empty(), why);
     }
   }
 }
@@ -662,8 +702,12 @@ TEST_CASE("every catalogue template compiles at sampled points and matches the r
       const auto points = sample_points(hint.templ->space, 0x5eed + h);
       for (std::size_t i = 0; i < points.size(); ++i) {
         auto cand = instantiate(hint, points[i], "test");
-        jobs.push_back({name + " / " + hint.name + " {" + points[i].to_string() + "}", std::move(cand.source),
-                        build_dir() / (name + "-" + hint.name + "-" + std::to_string(i) + ".so"), {}});
+        const auto why = policy_rejection(cand.source);
+        CHECK_MESSAGE(why.empty(), name << " / " << hint.name << " {" << points[i].to_string() << "}: " << why);
+        jobs.push_back({name + " / " + hint.name + " {" + points[i].to_string() + "}",
+                        std::move(cand.source),
+                        build_dir() / (name + "-" + hint.name + "-" + std::to_string(i) + ".so"),
+                        {}});
         entries.push_back({name, jobs.size() - 1});
       }
     }
@@ -672,9 +716,9 @@ TEST_CASE("every catalogue template compiles at sampled points and matches the r
   // at the smoke shape and fail at the odd one, or the check below proves nothing.
   auto const& softmax = problems[0];
   REQUIRE(softmax.name == "softmax");
-  const std::string tail_bug = mutate("for (long long c = 0; c < cols; ++c) yr[c] = yr[c] / sum;",
-                                      "for (long long c = 0; c < cols - cols % 8; ++c) yr[c] = yr[c] / sum;",
-                                      *softmax.seed_source);
+  const std::string tail_bug =
+      mutate("for (long long c = 0; c < cols; ++c) yr[c] = yr[c] / sum;",
+             "for (long long c = 0; c < cols - cols % 8; ++c) yr[c] = yr[c] / sum;", *softmax.seed_source);
   jobs.push_back({"softmax seed without its tail", tail_bug, build_dir() / "softmax-tail-bug.so", {}});
 
   compile_all(jobs);
@@ -703,7 +747,8 @@ TEST_CASE("every catalogue template compiles at sampled points and matches the r
         const auto got = run_kernel(libs[k]->fn(), p, s, in);
         for (std::size_t o = 0; o < got.size(); ++o) {
           const auto why = compare(got[o], want[o], p.tol);
-          CHECK_MESSAGE(why.empty(), labels[k] << " at shape " << s.name << ", output " << p.outputs[o].name << ": " << why);
+          CHECK_MESSAGE(why.empty(),
+                        labels[k] << " at shape " << s.name << ", output " << p.outputs[o].name << ": " << why);
         }
       }
       // Candidates must not write their inputs.
@@ -719,8 +764,11 @@ TEST_CASE("every catalogue template compiles at sampled points and matches the r
   for (auto const& s : softmax.shapes) {
     if (!is_check_shape(s)) continue;
     const auto in = make_inputs(softmax, s, 7);
-    const auto why = compare(run_kernel(bug.fn(), softmax, s, in)[0], run_kernel(ref.fn(), softmax, s, in)[0], softmax.tol);
-    if (s.tier == "smoke") CHECK_MESSAGE(why.empty(), why);
-    else CHECK_FALSE(why.empty());
+    const auto why =
+        compare(run_kernel(bug.fn(), softmax, s, in)[0], run_kernel(ref.fn(), softmax, s, in)[0], softmax.tol);
+    if (s.tier == "smoke")
+      CHECK_MESSAGE(why.empty(), why);
+    else
+      CHECK_FALSE(why.empty());
   }
 }

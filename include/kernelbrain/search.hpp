@@ -22,3 +22,5 @@
 #include "kernelbrain/defaults/default_policies.hpp"
 #include "kernelbrain/evaluate/synthetic.hpp"
 #include "kernelbrain/generate/template_space.hpp"
+#include "kernelbrain/io/journal.hpp"
+#include "kernelbrain/io/problem_loader.hpp"

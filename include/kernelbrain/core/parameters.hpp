@@ -77,12 +77,14 @@ struct parameter_space {
   std::vector<parameter_def> params;
   std::vector<std::string> constraints;  ///< each must evaluate non-zero, e.g. "BLOCK*VEC <= 4096"
 
+  /// A space without parameters has one point (a fixed template), not zero.
   [[nodiscard]] std::uint64_t cardinality() const noexcept {
-    std::uint64_t n = params.empty() ? 0 : 1;
+    std::uint64_t n = 1;
     for (auto const& p : params) n *= p.values.size();
     return n;
   }
   [[nodiscard]] bool admits(parameters const& p) const {
+    if (p.size() != params.size()) return false;
     for (auto const& d : params) {
       auto v = p.find(d.name);
       if (!v || std::find(d.values.begin(), d.values.end(), *v) == d.values.end()) return false;

@@ -19,23 +19,27 @@ namespace kernelbrain {
 
 struct host_options {
   // -- where things are
-  std::string worker_path;  ///< kernelbrain-host-worker; empty: $KERNELBRAIN_HOST_WORKER, next to this program, the build tree's
-  std::string cache_dir;    ///< compiled artifacts; empty: $KERNELBRAIN_CACHE_DIR, $XDG_CACHE_HOME/kernelbrain, ~/.cache/kernelbrain
+  std::string worker_path;  ///< kernelbrain-host-worker; empty: $KERNELBRAIN_HOST_WORKER, next to this program, the
+                            ///< build tree's
+  std::string cache_dir;    ///< compiled artifacts; empty: $KERNELBRAIN_CACHE_DIR, $XDG_CACHE_HOME/kernelbrain,
+                            ///< ~/.cache/kernelbrain
   std::string compiler = "c++";
   std::vector<std::string> flags = {"-std=c++20", "-O3", "-march=native"};  ///< -fPIC -shared are always added
   std::string include_dir;  ///< holds kernelbrain/evaluate/host_abi.h; empty: this installation's include directory
   // -- limits
-  double compile_timeout = 60;                              ///< wall-clock seconds per compile, then the compiler is killed
-  std::uint64_t compile_memory = std::uint64_t{2} << 30;    ///< compiler address space
-  double run_timeout = 10;                                  ///< seconds one kernel call may take before the watchdog kills the worker
-  std::uint64_t candidate_memory = std::uint64_t{2} << 30;  ///< address space a candidate may allocate (std::bad_alloc beyond)
+  double compile_timeout = 60;  ///< wall-clock seconds per compile, then the compiler is killed
+  std::uint64_t compile_memory = std::uint64_t{2} << 30;  ///< compiler address space
+  double run_timeout = 10;  ///< seconds one kernel call may take before the watchdog kills the worker
+  std::uint64_t candidate_memory = std::uint64_t{2}
+                                   << 30;  ///< address space a candidate may allocate (std::bad_alloc beyond)
   // -- measurement
-  std::uint64_t flush_bytes = 0;   ///< written before every timed call to evict the caches; 0: twice the last-level cache
-  int baseline_samples = 15;       ///< timed reference runs per shape in measure_baseline
+  std::uint64_t flush_bytes =
+      0;                      ///< written before every timed call to evict the caches; 0: twice the last-level cache
+  int baseline_samples = 15;  ///< timed reference runs per shape in measure_baseline
   int baseline_warmup = 2;
-  bool bitwise_repeat = true;      ///< the two correctness runs must agree bit for bit (false: within the tolerance)
+  bool bitwise_repeat = true;  ///< the two correctness runs must agree bit for bit (false: within the tolerance)
   std::size_t modules_per_worker = 64;  ///< a fresh worker after this many loaded candidates (bounds its memory)
-  host_source_policy policy;       ///< the static source policy inspect() applies
+  host_source_policy policy;            ///< the static source policy inspect() applies
   /// Test hook: called with the candidate worker's pid right after a timing request was sent.
   std::function<void(int pid)> on_timing_request;
 };
@@ -60,10 +64,11 @@ class host_evaluator final : public evaluator {
   [[nodiscard]] double take_device_seconds() override;
 
   // -- diagnostics (tests, benchmarks, progress displays)
-  [[nodiscard]] int worker_pid() const;             ///< the candidate worker's pid; -1 when none is running
-  [[nodiscard]] std::size_t worker_starts() const;  ///< candidate workers started so far (crashes and timeouts each cost one)
-  [[nodiscard]] std::size_t compiles() const;       ///< sources compiled (cache misses), reference included
-  [[nodiscard]] std::size_t cache_hits() const;     ///< sources found in the artifact cache
+  [[nodiscard]] int worker_pid() const;  ///< the candidate worker's pid; -1 when none is running
+  [[nodiscard]] std::size_t worker_starts()
+      const;  ///< candidate workers started so far (crashes and timeouts each cost one)
+  [[nodiscard]] std::size_t compiles() const;    ///< sources compiled (cache misses), reference included
+  [[nodiscard]] std::size_t cache_hits() const;  ///< sources found in the artifact cache
   [[nodiscard]] std::string cache_directory() const;
 
  private:

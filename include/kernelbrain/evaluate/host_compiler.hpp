@@ -12,20 +12,20 @@
 namespace kernelbrain {
 
 struct host_compiler_options {
-  std::string compiler = "c++";                  ///< looked up on PATH
+  std::string compiler = "c++";  ///< looked up on PATH
   std::vector<std::string> flags = {"-std=c++20", "-O3", "-march=native"};
-  std::string include_dir;                       ///< holds kernelbrain/evaluate/host_abi.h; empty: this installation's
-  std::string cache_dir;                         ///< artifacts go to <cache_dir>/host/
-  std::chrono::milliseconds time_limit{60000};   ///< wall clock per compile; the process group is killed after it
+  std::string include_dir;                      ///< holds kernelbrain/evaluate/host_abi.h; empty: this installation's
+  std::string cache_dir;                        ///< artifacts go to <cache_dir>/host/
+  std::chrono::milliseconds time_limit{60000};  ///< wall clock per compile; the process group is killed after it
   std::uint64_t memory_bytes = std::uint64_t{2} << 30;  ///< address-space limit of the compiler
-  std::string limiter;                           ///< the worker executable: its --exec mode applies the limits
+  std::string limiter;                                  ///< the worker executable: its --exec mode applies the limits
 };
 
 struct compile_result {
-  verdict result;            ///< pass; or compile / signature with the compiler's first lines
-  std::string artifact;      ///< the shared object, when it passed
+  verdict result;        ///< pass; or compile / signature with the compiler's first lines
+  std::string artifact;  ///< the shared object, when it passed
   bool cache_hit = false;
-  double seconds = 0;        ///< wall time spent compiling (0 on a cache hit)
+  double seconds = 0;  ///< wall time spent compiling (0 on a cache hit)
 };
 
 class host_compiler {

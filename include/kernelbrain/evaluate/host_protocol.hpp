@@ -35,9 +35,9 @@ struct tensor_ref {
 };
 
 struct run_request {
-  std::string module;                 ///< artifact path
-  std::uint64_t arena_bytes = 0;      ///< the arena is at least this large
-  std::uint64_t memory_allowance = 0; ///< address space the candidate may add (0: no limit)
+  std::string module;                  ///< artifact path
+  std::uint64_t arena_bytes = 0;       ///< the arena is at least this large
+  std::uint64_t memory_allowance = 0;  ///< address space the candidate may add (0: no limit)
   std::vector<tensor_ref> inputs, outputs;
   std::vector<std::int64_t> dims;
 };
@@ -46,18 +46,19 @@ struct time_request {
   run_request a;                      ///< the candidate (or the reference, for a baseline)
   std::string module_b;               ///< interleaved second module (the incumbent); empty: none
   std::vector<tensor_ref> outputs_b;  ///< its outputs (same inputs as a)
-  std::vector<std::uint64_t> last_inputs;  ///< offsets of a second input set copied in before the last sample; empty: none
+  std::vector<std::uint64_t>
+      last_inputs;  ///< offsets of a second input set copied in before the last sample; empty: none
   std::int32_t warmup = 1;
   std::int32_t samples = 5;
-  std::uint64_t flush_bytes = 0;      ///< written before every call, warm-up included
-  std::uint32_t poison_bits = 0;      ///< written to the outputs before every call
+  std::uint64_t flush_bytes = 0;  ///< written before every call, warm-up included
+  std::uint32_t poison_bits = 0;  ///< written to the outputs before every call
 };
 
 struct reply {
   status st = status::ok;
   std::string message;
-  std::int32_t index = -1;            ///< the output a status is about, where it is about one
-  double kernel_seconds = 0;          ///< time inside kb_kernel, warm-up and module b included
+  std::int32_t index = -1;    ///< the output a status is about, where it is about one
+  double kernel_seconds = 0;  ///< time inside kb_kernel, warm-up and module b included
   std::vector<double> samples_a, samples_b;
 };
 
@@ -70,7 +71,10 @@ inline std::vector<tensor_ref> get_refs(wire_reader& r) {
   const auto n = r.get<std::uint64_t>();
   if (n > 4096) throw wire_error("host request: too many tensors");
   std::vector<tensor_ref> v(n);
-  for (auto& t : v) { t.offset = r.get<std::uint64_t>(); t.count = r.get<std::uint64_t>(); }
+  for (auto& t : v) {
+    t.offset = r.get<std::uint64_t>();
+    t.count = r.get<std::uint64_t>();
+  }
   return v;
 }
 inline void put_run(wire_writer& w, run_request const& q) {
@@ -105,7 +109,14 @@ inline std::string encode(time_request const& q) {
   return w.take();
 }
 inline std::string encode(reply const& p) {
-  return wire_writer{}.put(p.st).str(p.message).put(p.index).put(p.kernel_seconds).vec(p.samples_a).vec(p.samples_b).take();
+  return wire_writer{}
+      .put(p.st)
+      .str(p.message)
+      .put(p.index)
+      .put(p.kernel_seconds)
+      .vec(p.samples_a)
+      .vec(p.samples_b)
+      .take();
 }
 inline run_request decode_run(std::string_view body) {
   wire_reader r(body);

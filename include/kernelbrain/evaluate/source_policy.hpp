@@ -13,9 +13,19 @@ namespace kernelbrain {
 struct host_source_policy {
   bool enabled = true;
   /// Headers a candidate may include, by name as written between <> or "".
-  std::vector<std::string> allowed_includes = {
-      "cmath", "cstddef", "cstdint", "cstring", "algorithm", "array",  "numeric",
-      "limits", "immintrin.h", "thread", "vector", "atomic", "kernelbrain/evaluate/host_abi.h"};
+  std::vector<std::string> allowed_includes = {"cmath",
+                                               "cstddef",
+                                               "cstdint",
+                                               "cstring",
+                                               "algorithm",
+                                               "array",
+                                               "numeric",
+                                               "limits",
+                                               "immintrin.h",
+                                               "thread",
+                                               "vector",
+                                               "atomic",
+                                               "kernelbrain/evaluate/host_abi.h"};
   /// More identifiers to refuse, on top of the built-in list.
   std::vector<std::string> extra_forbidden;
 };

@@ -34,10 +34,10 @@ struct process_limits {
 
 /// How a captured run ended.
 struct captured_run {
-  bool started = false;      ///< false: posix_spawn failed (see `output`)
-  bool timed_out = false;    ///< the wall-clock limit expired and the process group was killed
+  bool started = false;    ///< false: posix_spawn failed (see `output`)
+  bool timed_out = false;  ///< the wall-clock limit expired and the process group was killed
   int wait_status = 0;
-  std::string output;        ///< stdout and stderr interleaved, cut at the output limit
+  std::string output;  ///< stdout and stderr interleaved, cut at the output limit
   double seconds = 0;
   [[nodiscard]] bool succeeded() const noexcept;  ///< started, not timed out, exited with status 0
 };
@@ -56,8 +56,8 @@ struct worker_reply {
   };
   status st = status::reply;
   wire_message msg;
-  std::string why;       ///< for timeout and died: what happened, with the tail of the worker's stderr
-  double seconds = 0;    ///< wall time from sending the request to the outcome
+  std::string why;     ///< for timeout and died: what happened, with the tail of the worker's stderr
+  double seconds = 0;  ///< wall time from sending the request to the outcome
 };
 
 /// One worker process: spawned with posix_spawn (never fork: the parent is multithreaded), talking

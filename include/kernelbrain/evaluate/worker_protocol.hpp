@@ -58,8 +58,7 @@ struct wire_message {
 class wire_writer {
  public:
   template <class T>
-    requires std::is_arithmetic_v<T> || std::is_enum_v<T>
-  wire_writer& put(T v) {
+  requires std::is_arithmetic_v<T> || std::is_enum_v<T> wire_writer& put(T v) {
     char b[sizeof(T)];
     std::memcpy(b, &v, sizeof(T));
     out_.append(b, sizeof(T));
@@ -87,8 +86,7 @@ class wire_reader {
  public:
   explicit wire_reader(std::string_view body) : in_(body) {}
   template <class T>
-    requires std::is_arithmetic_v<T> || std::is_enum_v<T>
-  T get() {
+  requires std::is_arithmetic_v<T> || std::is_enum_v<T> T get() {
     need(sizeof(T));
     T v;
     std::memcpy(&v, in_.data() + pos_, sizeof(T));
@@ -124,7 +122,8 @@ class wire_reader {
 namespace detail {
 /// A frame: u32 body length, u32 type, body.
 inline std::string frame(std::uint32_t type, std::string_view body) {
-  if (body.size() > wire::max_body) throw wire_error("wire: message of " + std::to_string(body.size()) + " bytes is too large");
+  if (body.size() > wire::max_body)
+    throw wire_error("wire: message of " + std::to_string(body.size()) + " bytes is too large");
   std::string f;
   f.reserve(8 + body.size());
   const auto len = static_cast<std::uint32_t>(body.size());
@@ -167,7 +166,9 @@ inline bool read_message(int fd, wire_message& out) {
       const ssize_t r = ::recv(fd, p + got, n - got, 0);
       if (r < 0 && errno == EINTR) continue;
       if (r == 0 && got == 0 && eof_ok) return false;
-      if (r <= 0) throw wire_error(r == 0 ? "wire: stream ended inside a frame" : std::string("wire: recv failed: ") + std::strerror(errno));
+      if (r <= 0)
+        throw wire_error(r == 0 ? "wire: stream ended inside a frame"
+                                : std::string("wire: recv failed: ") + std::strerror(errno));
       got += static_cast<std::size_t>(r);
     }
     return true;
@@ -192,7 +193,13 @@ class shared_arena {
   shared_arena(shared_arena const&) = delete;
   shared_arena& operator=(shared_arena const&) = delete;
   shared_arena(shared_arena&& o) noexcept { swap(o); }
-  shared_arena& operator=(shared_arena&& o) noexcept { if (this != &o) { release(); swap(o); } return *this; }
+  shared_arena& operator=(shared_arena&& o) noexcept {
+    if (this != &o) {
+      release();
+      swap(o);
+    }
+    return *this;
+  }
   ~shared_arena() { release(); }
 
   /// Parent side: a new, empty arena (close-on-exec; the spawner hands it to the worker explicitly).
@@ -230,7 +237,8 @@ class shared_arena {
       want = static_cast<std::size_t>(end);
     }
     void* p = ::mmap(nullptr, want, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
-    if (p == MAP_FAILED) throw wire_error("shared arena: mmap of " + std::to_string(want) + " bytes failed: " + std::strerror(errno));
+    if (p == MAP_FAILED)
+      throw wire_error("shared arena: mmap of " + std::to_string(want) + " bytes failed: " + std::strerror(errno));
     if (data_) ::munmap(data_, size_);
     data_ = static_cast<std::byte*>(p);
     size_ = want;
@@ -240,7 +248,9 @@ class shared_arena {
   [[nodiscard]] std::size_t size() const noexcept { return size_; }
   [[nodiscard]] int fd() const noexcept { return fd_; }
   template <class T>
-  [[nodiscard]] T* at(std::size_t offset) const noexcept { return reinterpret_cast<T*>(data_ + offset); }
+  [[nodiscard]] T* at(std::size_t offset) const noexcept {
+    return reinterpret_cast<T*>(data_ + offset);
+  }
 
  private:
   void swap(shared_arena& o) noexcept {

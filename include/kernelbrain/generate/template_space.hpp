@@ -47,7 +47,6 @@ namespace kernelbrain {
 
 /// The "expert default": every parameter at its middle value, if admitted.
 [[nodiscard]] inline std::optional<parameters> central_point(parameter_space const& s) {
-  if (s.params.empty()) return std::nullopt;
   parameters p;
   for (auto const& d : s.params) p.set(d.name, d.values[(d.values.size() - 1) / 2]);
   if (s.admits(p)) return p;
@@ -76,7 +75,7 @@ namespace kernelbrain {
   return nullptr;
 }
 
-/// Hints that carry a template with a non-empty space: what template search can draw from.
+/// Hints that carry a template (a template without parameters is one point): what template search can draw from.
 [[nodiscard]] inline std::vector<expert_hint const*> template_hints(problem const& p) {
   std::vector<expert_hint const*> out;
   for (auto const& h : p.catalogue) if (h.templ && h.templ->space.cardinality() > 0) out.push_back(&h);

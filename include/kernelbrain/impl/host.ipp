@@ -29,10 +29,10 @@ namespace detail::host {
 namespace fs = std::filesystem;
 namespace hp = host_protocol;
 
-inline constexpr std::uint32_t nan_poison = 0x7fc0deadU;  ///< a quiet NaN whose payload arithmetic never produces
-inline constexpr std::uint32_t big_poison = 0x7f7fdeadU;  ///< a huge finite value (about 3.4e38)
-inline constexpr std::uint32_t canary_bits = 0x7fc0ca11U; ///< fills the gaps between buffers
-inline constexpr std::size_t gap_bytes = 64;              ///< at least this much canary around every buffer
+inline constexpr std::uint32_t nan_poison = 0x7fc0deadU;   ///< a quiet NaN whose payload arithmetic never produces
+inline constexpr std::uint32_t big_poison = 0x7f7fdeadU;   ///< a huge finite value (about 3.4e38)
+inline constexpr std::uint32_t canary_bits = 0x7fc0ca11U;  ///< fills the gaps between buffers
+inline constexpr std::size_t gap_bytes = 64;               ///< at least this much canary around every buffer
 
 /// A shape, resolved: the dims in dim_order and every tensor's element count.
 struct shape_plan {
@@ -51,7 +51,7 @@ struct slot {
 struct layout {
   std::vector<slot> inputs, outputs, outputs_b, last_inputs;
   std::vector<std::pair<std::size_t, std::size_t>> gaps;  ///< [begin, end) byte ranges
-  std::vector<std::string> gap_names;                      ///< "between input 'x' and output 'y'"
+  std::vector<std::string> gap_names;                     ///< "between input 'x' and output 'y'"
   std::size_t bytes = 0;
 };
 
@@ -67,8 +67,10 @@ inline layout make_layout(problem const& p, shape_plan const& s) {
     pos = start + count * sizeof(float);
     before = std::move(name);
   };
-  for (std::size_t i = 0; i < s.in_counts.size(); ++i) place(l.inputs, s.in_counts[i], "input '" + p.inputs[i].name + "'");
-  for (std::size_t i = 0; i < s.out_counts.size(); ++i) place(l.outputs, s.out_counts[i], "output '" + p.outputs[i].name + "'");
+  for (std::size_t i = 0; i < s.in_counts.size(); ++i)
+    place(l.inputs, s.in_counts[i], "input '" + p.inputs[i].name + "'");
+  for (std::size_t i = 0; i < s.out_counts.size(); ++i)
+    place(l.outputs, s.out_counts[i], "output '" + p.outputs[i].name + "'");
   for (std::size_t i = 0; i < s.out_counts.size(); ++i)
     place(l.outputs_b, s.out_counts[i], "the incumbent's output '" + p.outputs[i].name + "'");
   for (std::size_t i = 0; i < s.in_counts.size(); ++i)
@@ -141,7 +143,9 @@ inline std::chrono::milliseconds millis(double seconds) {
 
 std::string find_host_worker(std::string const& explicit_path) {
   namespace fs = std::filesystem;
-  auto usable = [](std::string const& p) { return !p.empty() && fs::is_regular_file(p) && ::access(p.c_str(), X_OK) == 0; };
+  auto usable = [](std::string const& p) {
+    return !p.empty() && fs::is_regular_file(p) && ::access(p.c_str(), X_OK) == 0;
+  };
   if (!explicit_path.empty()) {
     if (usable(explicit_path)) return explicit_path;
     throw error("host backend: worker_path '" + explicit_path +
@@ -150,7 +154,8 @@ std::string find_host_worker(std::string const& explicit_path) {
   if (char const* env = std::getenv("KERNELBRAIN_HOST_WORKER"); env && *env) {
     if (usable(env)) return env;
     throw error(std::string("host backend: KERNELBRAIN_HOST_WORKER='") + env +
-                "' is not an executable file: point it at kernelbrain-host-worker (built by the kernelbrain_host_worker target)");
+                "' is not an executable file: point it at kernelbrain-host-worker (built by the "
+                "kernelbrain_host_worker target)");
   }
   std::string looked;
   std::error_code ec;
@@ -164,9 +169,10 @@ std::string find_host_worker(std::string const& explicit_path) {
   if (usable(KERNELBRAIN_HOST_WORKER_BUILD_PATH)) return KERNELBRAIN_HOST_WORKER_BUILD_PATH;
   looked += std::string(looked.empty() ? "" : ", ") + KERNELBRAIN_HOST_WORKER_BUILD_PATH;
 #endif
-  throw error("host backend: cannot find the worker executable kernelbrain-host-worker (looked at: " +
-              (looked.empty() ? std::string("nothing") : looked) +
-              "): build the kernelbrain_host_worker target and set KERNELBRAIN_HOST_WORKER or host_options::worker_path to it");
+  throw error(
+      "host backend: cannot find the worker executable kernelbrain-host-worker (looked at: " +
+      (looked.empty() ? std::string("nothing") : looked) +
+      "): build the kernelbrain_host_worker target and set KERNELBRAIN_HOST_WORKER or host_options::worker_path to it");
 }
 
 struct host_evaluator::state {
@@ -194,8 +200,12 @@ struct host_evaluator::state {
   mutable std::mutex mu;
 
   state(problem const& p, host_options o)
-      : prob(p), opt(std::move(o)), worker_exe(find_host_worker(opt.worker_path)), compiler(compiler_options()),
-        cand(worker_exe, host_protocol::role), ref(worker_exe, host_protocol::role) {}
+      : prob(p),
+        opt(std::move(o)),
+        worker_exe(find_host_worker(opt.worker_path)),
+        compiler(compiler_options()),
+        cand(worker_exe, host_protocol::role),
+        ref(worker_exe, host_protocol::role) {}
 
   host_compiler_options compiler_options() const {
     host_compiler_options c;
@@ -216,14 +226,19 @@ struct host_evaluator::state {
     auto const& p = prob;
     auto where = [&](std::string const& what) { return "problem '" + p.name + "' (host backend): " + what; };
     if (!p.backend.empty() && p.backend != "host")
-      throw error(where("it is for backend '" + p.backend + "'; use that backend's evaluator or set backend to \"host\""));
-    if (p.reference_source.empty()) throw error(where("reference_source is empty: the host backend needs a trusted C++ reference"));
-    if (p.outputs.empty()) throw error(where("no outputs declared: the host backend checks every output, declare at least one"));
+      throw error(
+          where("it is for backend '" + p.backend + "'; use that backend's evaluator or set backend to \"host\""));
+    if (p.reference_source.empty())
+      throw error(where("reference_source is empty: the host backend needs a trusted C++ reference"));
+    if (p.outputs.empty())
+      throw error(where("no outputs declared: the host backend checks every output, declare at least one"));
     for (auto const* list : {&p.inputs, &p.outputs})
       for (auto const& t : *list) {
         if (t.name.empty()) throw error(where("a tensor has no name"));
-        if (list == &p.inputs && t.distribution != "normal" && t.distribution != "uniform" && t.distribution != "positive")
-          throw error(where("input '" + t.name + "' has distribution '" + t.distribution + "': use normal, uniform or positive"));
+        if (list == &p.inputs && t.distribution != "normal" && t.distribution != "uniform" &&
+            t.distribution != "positive")
+          throw error(where("input '" + t.name + "' has distribution '" + t.distribution +
+                            "': use normal, uniform or positive"));
       }
     for (auto const& s : p.shapes) {
       shape_plan sp;
@@ -239,7 +254,8 @@ struct host_evaluator::state {
       }
       sp.label += ")";
       if (p.dim_order.empty() && !s.dims.empty())
-        throw error(where("shape '" + s.name + "' has dims but dim_order is empty: list the order kb_kernel receives them in"));
+        throw error(
+            where("shape '" + s.name + "' has dims but dim_order is empty: list the order kb_kernel receives them in"));
       auto lookup = [&s](std::string_view n) -> std::optional<std::int64_t> {
         auto it = s.dims.find(std::string(n));
         if (it == s.dims.end()) return std::nullopt;
@@ -268,12 +284,13 @@ struct host_evaluator::state {
     const auto r = compiler.compile(prob.reference_source);
     ++(r.cache_hit ? hits : compiles);
     if (!r.result)
-      throw error("problem '" + prob.name + "': reference_source failed to build (" + std::string(to_string(r.result.where)) +
-                  "): " + r.result.detail);
+      throw error("problem '" + prob.name + "': reference_source failed to build (" +
+                  std::string(to_string(r.result.where)) + "): " + r.result.detail);
     ref_artifact = r.artifact;
     host_protocol::run_request q;
     q.module = ref_artifact;
-    auto rep = ref.call(static_cast<std::uint32_t>(host_protocol::request::load), host_protocol::encode(q), run_silence(0));
+    auto rep =
+        ref.call(static_cast<std::uint32_t>(host_protocol::request::load), host_protocol::encode(q), run_silence(0));
     auto v = translate(rep, "loading the reference", nullptr, false);
     if (!v) throw error("problem '" + prob.name + "': reference_source cannot be used: " + v.detail);
   }
@@ -306,19 +323,26 @@ struct host_evaluator::state {
     if (charge) spent += rep.kernel_seconds;
     if (out) *out = rep;
     switch (rep.st) {
-      case hp::status::ok: return verdict::pass();
+      case hp::status::ok:
+        return verdict::pass();
       case hp::status::load_failed:
-      case hp::status::missing_entry: return verdict::reject(stage::signature, what + ": " + rep.message);
-      case hp::status::bad_alloc: return verdict::reject(stage::resources, what + ": " + rep.message);
-      case hp::status::threw: return verdict::reject(stage::crash, what + ": " + rep.message);
-      case hp::status::stray_threads: return verdict::reject(stage::correctness, what + ": " + rep.message);
+      case hp::status::missing_entry:
+        return verdict::reject(stage::signature, what + ": " + rep.message);
+      case hp::status::bad_alloc:
+        return verdict::reject(stage::resources, what + ": " + rep.message);
+      case hp::status::threw:
+        return verdict::reject(stage::crash, what + ": " + rep.message);
+      case hp::status::stray_threads:
+        return verdict::reject(stage::correctness, what + ": " + rep.message);
       case hp::status::unwritten: {
         const auto k = static_cast<std::size_t>(rep.index);
         const std::string name = k < prob.outputs.size() ? "output '" + prob.outputs[k].name + "'" : "an output";
         const std::string context = what.rfind("kb_kernel ", 0) == 0 ? what.substr(10) : what;
-        return verdict::reject(stage::correctness, "output not written on a timed run: " + name + " " + context + ": " + rep.message);
+        return verdict::reject(stage::correctness,
+                               "output not written on a timed run: " + name + " " + context + ": " + rep.message);
       }
-      case hp::status::bad_request: break;
+      case hp::status::bad_request:
+        break;
     }
     return verdict::reject(stage::infrastructure, what + ": the worker refused the request: " + rep.message);
   }
@@ -348,8 +372,9 @@ struct host_evaluator::state {
     if (auto it = builds.find(c.id.value); it != builds.end()) return it->second;
     built b;
     if (c.source.empty())
-      b.result = verdict::reject(stage::compile, "the candidate has no source: a host candidate is a C++ file defining "
-                                                 "extern \"C\" void kb_kernel(const kb_args* args)");
+      b.result = verdict::reject(stage::compile,
+                                 "the candidate has no source: a host candidate is a C++ file defining "
+                                 "extern \"C\" void kb_kernel(const kb_args* args)");
     if (b.result) b.result = inspect_host_source(c.source, opt.policy);  // enforced even when no gate ran
     if (b.result) {
       auto r = compiler.compile(c.source);
@@ -363,7 +388,8 @@ struct host_evaluator::state {
       host_protocol::run_request q;
       q.module = b.artifact;
       q.memory_allowance = opt.candidate_memory;
-      auto rep = cand.call(static_cast<std::uint32_t>(host_protocol::request::load), host_protocol::encode(q), run_silence(0));
+      auto rep =
+          cand.call(static_cast<std::uint32_t>(host_protocol::request::load), host_protocol::encode(q), run_silence(0));
       b.result = translate(rep, "loading the candidate", nullptr, true);
       if (!b.result) recycle_candidate_worker();
     }
@@ -378,15 +404,19 @@ struct host_evaluator::state {
       auto const& t = prob.inputs[k];
       rng r(derive_seed(seed, t.name, k));
       std::vector<float> v(sp.in_counts[k]);
-      if (t.distribution == "uniform") for (auto& x : v) x = static_cast<float>(2.0 * r.uniform() - 1.0);
-      else if (t.distribution == "positive") for (auto& x : v) x = static_cast<float>(0.5 + 1.5 * r.uniform());
-      else for (auto& x : v) x = static_cast<float>(r.normal());
+      if (t.distribution == "uniform")
+        for (auto& x : v) x = static_cast<float>(2.0 * r.uniform() - 1.0);
+      else if (t.distribution == "positive")
+        for (auto& x : v) x = static_cast<float>(0.5 + 1.5 * r.uniform());
+      else
+        for (auto& x : v) x = static_cast<float>(r.normal());
       rc.inputs.push_back(std::move(v));
     }
   }
 
   /// Writes inputs, poisons outputs and fills the canary gaps of `arena` for shape `s`.
-  void stage_arena(shared_arena& arena, std::size_t s, detail::host::reference_case const& rc, std::uint32_t poison) const {
+  void stage_arena(shared_arena& arena, std::size_t s, detail::host::reference_case const& rc,
+                   std::uint32_t poison) const {
     using namespace detail::host;
     auto const& l = layouts[s];
     arena.ensure(l.bytes);
@@ -395,7 +425,8 @@ struct host_evaluator::state {
       for (std::size_t i = 0; i < (e - b) / 4; ++i) w[i] = canary_bits;
     }
     for (std::size_t k = 0; k < l.inputs.size(); ++k)
-      if (l.inputs[k].count) std::memcpy(arena.at<float>(l.inputs[k].offset), rc.inputs[k].data(), l.inputs[k].count * 4);
+      if (l.inputs[k].count)
+        std::memcpy(arena.at<float>(l.inputs[k].offset), rc.inputs[k].data(), l.inputs[k].count * 4);
     poison_outputs(arena, s, poison);
   }
   void poison_outputs(shared_arena& arena, std::size_t s, std::uint32_t poison) const {
@@ -438,9 +469,9 @@ struct host_evaluator::state {
       float const* out = ref.arena().at<float>(o.offset);
       for (std::size_t i = 0; i < o.count; ++i)
         if (!std::isfinite(out[i]))
-          throw reference_failure("the reference left output '" + prob.outputs[k].name + "' at shape " + plans[s].label +
-                                  (bits_of(out[i]) == nan_poison ? " unwritten" : " non-finite") + " at index " +
-                                  std::to_string(i) + ": fix problem.reference_source");
+          throw reference_failure("the reference left output '" + prob.outputs[k].name + "' at shape " +
+                                  plans[s].label + (bits_of(out[i]) == nan_poison ? " unwritten" : " non-finite") +
+                                  " at index " + std::to_string(i) + ": fix problem.reference_source");
       rc.outputs.emplace_back(out, out + o.count);
     }
     return ref_cache.emplace(key, std::move(rc)).first->second;
@@ -466,9 +497,10 @@ struct host_evaluator::state {
       if (std::memcmp(in, rc.inputs[k].data(), l.inputs[k].count * 4) == 0) continue;
       std::size_t i = 0;
       while (i < l.inputs[k].count && bits_of(in[i]) == bits_of(rc.inputs[k][i])) ++i;
-      return verdict::reject(stage::correctness, "wrote its input '" + prob.inputs[k].name + "' " + when + " (element " +
-                                                     std::to_string(i) + " changed from " + num(rc.inputs[k][i]) + " to " +
-                                                     num(in[i]) + "): inputs are read-only");
+      return verdict::reject(stage::correctness, "wrote its input '" + prob.inputs[k].name + "' " + when +
+                                                     " (element " + std::to_string(i) + " changed from " +
+                                                     num(rc.inputs[k][i]) + " to " + num(in[i]) +
+                                                     "): inputs are read-only");
     }
     for (std::size_t k = 0; k < l.outputs.size(); ++k) {
       float const* out = arena.at<float>(l.outputs[k].offset);
@@ -480,29 +512,34 @@ struct host_evaluator::state {
       std::size_t unwritten = 0, nonfinite = 0, wrong = 0, first_u = 0, first_n = 0, first_w = 0;
       for (std::size_t i = 0; i < n; ++i) {
         const float o = out[i];
-        if (bits_of(o) == poison) { if (!unwritten++) first_u = i; }
-        else if (!std::isfinite(o)) { if (!nonfinite++) first_n = i; }
-        else if (!(std::fabs(static_cast<double>(o) - ref_out[i]) <= bound)) { if (!wrong++) first_w = i; }
+        if (bits_of(o) == poison) {
+          if (!unwritten++) first_u = i;
+        } else if (!std::isfinite(o)) {
+          if (!nonfinite++) first_n = i;
+        } else if (!(std::fabs(static_cast<double>(o) - ref_out[i]) <= bound)) {
+          if (!wrong++) first_w = i;
+        }
       }
       const std::string name = "output '" + prob.outputs[k].name + "' " + when;
       if (unwritten)
         return verdict::reject(stage::correctness,
-                               std::string(timed ? "output not written on a timed run: " : "output not written: ") + name +
-                                   ": " + std::to_string(unwritten) + " of " + std::to_string(n) +
+                               std::string(timed ? "output not written on a timed run: " : "output not written: ") +
+                                   name + ": " + std::to_string(unwritten) + " of " + std::to_string(n) +
                                    " elements still hold the poison written before the call (first at index " +
-                                   std::to_string(first_u) + "); a candidate must write every output element on every call");
+                                   std::to_string(first_u) +
+                                   "); a candidate must write every output element on every call");
       if (nonfinite)
-        return verdict::reject(stage::correctness, "NaN or infinite output: " + name + ": " + std::to_string(nonfinite) +
-                                                       " of " + std::to_string(n) + " elements (first at index " +
-                                                       std::to_string(first_n) + ": " + num(out[first_n]) + ", expected " +
-                                                       num(ref_out[first_n]) + ")");
+        return verdict::reject(stage::correctness, "NaN or infinite output: " + name + ": " +
+                                                       std::to_string(nonfinite) + " of " + std::to_string(n) +
+                                                       " elements (first at index " + std::to_string(first_n) + ": " +
+                                                       num(out[first_n]) + ", expected " + num(ref_out[first_n]) + ")");
       if (wrong)
         return verdict::reject(stage::correctness,
                                "wrong output: " + name + ": " + std::to_string(wrong) + " of " + std::to_string(n) +
                                    " elements differ from the reference by more than " + num(bound) + " = atol " +
-                                   num(prob.tol.atol) + " + rtol " + num(prob.tol.rtol) + " x max|ref| " + num(max_ref) +
-                                   " (first at index " + std::to_string(first_w) + ": got " + num(out[first_w]) +
-                                   ", expected " + num(ref_out[first_w]) + ")");
+                                   num(prob.tol.atol) + " + rtol " + num(prob.tol.rtol) + " x max|ref| " +
+                                   num(max_ref) + " (first at index " + std::to_string(first_w) + ": got " +
+                                   num(out[first_w]) + ", expected " + num(ref_out[first_w]) + ")");
     }
     return verdict::pass();
   }
@@ -532,7 +569,10 @@ struct host_evaluator::state {
       for (std::size_t k = 0; k < layouts[s].outputs.size(); ++k) {
         auto const& o = layouts[s].outputs[k];
         float const* out = arena.at<float>(o.offset);
-        if (run == 0) { first.emplace_back(out, out + o.count); continue; }
+        if (run == 0) {
+          first.emplace_back(out, out + o.count);
+          continue;
+        }
         const double bound = prob.tol.atol + prob.tol.rtol * max_abs(rc.outputs[k]);
         std::size_t differ = 0, at = 0;
         for (std::size_t i = 0; i < o.count; ++i) {
@@ -541,11 +581,12 @@ struct host_evaluator::state {
           if (!same && !differ++) at = i;
         }
         if (differ)
-          return verdict::reject(stage::correctness,
-                                 "nondeterministic output: output '" + prob.outputs[k].name + "' " + where + " differs between two runs on the same inputs (" +
-                                     std::to_string(differ) + " of " + std::to_string(o.count) + " elements; first at index " +
-                                     std::to_string(at) + ": " + num(first[k][at]) + " then " + num(out[at]) +
-                                     "); a candidate must compute the same result every time");
+          return verdict::reject(stage::correctness, "nondeterministic output: output '" + prob.outputs[k].name + "' " +
+                                                         where + " differs between two runs on the same inputs (" +
+                                                         std::to_string(differ) + " of " + std::to_string(o.count) +
+                                                         " elements; first at index " + std::to_string(at) + ": " +
+                                                         num(first[k][at]) + " then " + num(out[at]) +
+                                                         "); a candidate must compute the same result every time");
       }
     }
     return verdict::pass();
@@ -561,11 +602,12 @@ struct host_evaluator::state {
     return derive_seed(seed, "host-trial", (static_cast<std::uint64_t>(s) << 32) | static_cast<std::uint32_t>(t));
   }
 
-  verdict check_shapes(std::string const& artifact, std::span<std::size_t const> shapes, int trials, std::uint64_t seed) {
+  verdict check_shapes(std::string const& artifact, std::span<std::size_t const> shapes, int trials,
+                       std::uint64_t seed) {
     for (auto s : shapes) {
       if (s >= plans.size())
-        throw error("host backend: shape index " + std::to_string(s) + " out of range: problem '" + prob.name + "' has " +
-                    std::to_string(plans.size()) + " shapes");
+        throw error("host backend: shape index " + std::to_string(s) + " out of range: problem '" + prob.name +
+                    "' has " + std::to_string(plans.size()) + " shapes");
       for (int t = 0; t < trials; ++t)
         if (auto v = trial(artifact, s, trial_seed(seed, s, t),
                            "trial " + std::to_string(t + 1) + " of " + std::to_string(trials));
@@ -586,8 +628,10 @@ struct host_evaluator::state {
     auto const& check_case = reference(s, seed);
     auto const& last_case = reference(s, last_seed);
     auto& arena = cand.arena();
-    if (b) admit_modules({&a, b});
-    else admit_modules({&a});
+    if (b)
+      admit_modules({&a, b});
+    else
+      admit_modules({&a});
     stage_arena(arena, s, check_case, nan_poison);
     for (std::size_t k = 0; k < l.last_inputs.size(); ++k)
       if (l.last_inputs[k].count)
@@ -610,15 +654,17 @@ struct host_evaluator::state {
       recycle_candidate_worker();
       return v;
     }
-    if (out.samples_a.size() != static_cast<std::size_t>(q.samples) || (b && out.samples_b.size() != out.samples_a.size()))
+    if (out.samples_a.size() != static_cast<std::size_t>(q.samples) ||
+        (b && out.samples_b.size() != out.samples_a.size()))
       return verdict::reject(stage::infrastructure, "the worker returned the wrong number of samples " + where);
     // The worker shares an address space with the candidate; the parent's own clock is the check.
     double total = 0;
     for (double x : out.samples_a) total += x;
     for (double x : out.samples_b) total += x;
     if (total > rep.seconds * 1.01 + 1e-3)
-      return verdict::reject(stage::impossible, "the worker reported " + num(total) + " s of samples in " + num(rep.seconds) +
-                                                    " s of wall time " + where + " (was the timer tampered with?)");
+      return verdict::reject(stage::impossible, "the worker reported " + num(total) + " s of samples in " +
+                                                    num(rep.seconds) + " s of wall time " + where +
+                                                    " (was the timer tampered with?)");
     return verify(s, last_case, nan_poison, where + " (last timed call)", true);
   }
 };
@@ -706,7 +752,8 @@ measurement host_evaluator::measure(candidate const& c, rung const& r, measure_r
       st.summarise();
       if (!incumbent.empty()) {
         std::vector<double> rs;
-        for (std::size_t i = 0; i < st.samples.size(); ++i) rs.push_back(st.samples[i] / std::max(rep.samples_b[i], 1e-12));
+        for (std::size_t i = 0; i < st.samples.size(); ++i)
+          rs.push_back(st.samples[i] / std::max(rep.samples_b[i], 1e-12));
         ratios.push_back(std::move(rs));
         weights.push_back(s.prob.shapes[shape].weight);
       }
@@ -735,8 +782,9 @@ baseline host_evaluator::measure_baseline(problem const& p) {
   std::lock_guard lk(s_->mu);
   auto& s = *s_;
   if (p.shapes.size() != s.plans.size())
-    throw error("host backend: measure_baseline was given problem '" + p.name + "' with " + std::to_string(p.shapes.size()) +
-                " shapes, but this evaluator was built for '" + s.prob.name + "' with " + std::to_string(s.plans.size()));
+    throw error("host backend: measure_baseline was given problem '" + p.name + "' with " +
+                std::to_string(p.shapes.size()) + " shapes, but this evaluator was built for '" + s.prob.name +
+                "' with " + std::to_string(s.plans.size()));
   baseline b;
   s.ref_cache.clear();
   for (std::size_t i = 0; i < s.plans.size(); ++i) {

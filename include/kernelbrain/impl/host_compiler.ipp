@@ -106,7 +106,8 @@ host_compiler::host_compiler(host_compiler_options o) : opt_(std::move(o)) {
   auto probe = run_captured({opt_.compiler, "--version"}, std::chrono::seconds(30));
   if (!probe.succeeded())
     throw error("host backend: cannot run the C++ compiler '" + opt_.compiler + "' (" +
-                (probe.started ? (probe.timed_out ? std::string("no answer to --version in 30 s") : describe_wait_status(probe.wait_status))
+                (probe.started ? (probe.timed_out ? std::string("no answer to --version in 30 s")
+                                                  : describe_wait_status(probe.wait_status))
                                : probe.output) +
                 "): install one (e.g. g++) or set host_options::compiler");
   version_ = probe.output.substr(0, probe.output.find('\n'));
@@ -116,19 +117,23 @@ host_compiler::host_compiler(host_compiler_options o) : opt_(std::move(o)) {
   std::error_code ec;
   fs::create_directories(dir_, ec);
   const fs::path prelude = fs::path(dir_) / "kb_prelude.h";
-  const bool prelude_ok =
-      !ec && ((fs::exists(prelude) && read_file(prelude) == prelude_text) || write_file_atomically(prelude, prelude_text));
+  const bool prelude_ok = !ec && ((fs::exists(prelude) && read_file(prelude) == prelude_text) ||
+                                  write_file_atomically(prelude, prelude_text));
   if (!prelude_ok)
     throw error("host backend: cannot use the artifact cache directory '" + dir_ + "'" +
                 (ec ? ": " + ec.message() : std::string{}) +
                 ": set host_options::cache_dir (or KERNELBRAIN_CACHE_DIR) to a writable directory");
   prelude_ = prelude.string();
-  if (opt_.limiter.empty()) throw error("host backend: host_compiler needs the worker executable to apply compile limits");
+  if (opt_.limiter.empty())
+    throw error("host backend: host_compiler needs the worker executable to apply compile limits");
 }
 
 std::string host_compiler::flags_text() const {
   std::string s;
-  for (auto const& f : opt_.flags) { if (!s.empty()) s += ' '; s += f; }
+  for (auto const& f : opt_.flags) {
+    if (!s.empty()) s += ' ';
+    s += f;
+  }
   return s;
 }
 
@@ -136,8 +141,15 @@ compile_result host_compiler::compile(std::string_view source) {
   using namespace detail::host_build;
   static std::atomic<unsigned> counter{0};
   compile_result out;
-  const std::string key = to_hex(hasher{}.bytes("host-compile/v1").bytes(source).bytes(flags_text()).bytes(version_)
-                                     .bytes(opt_.compiler).bytes(abi_text_).bytes(prelude_text).digest());
+  const std::string key = to_hex(hasher{}
+                                     .bytes("host-compile/v1")
+                                     .bytes(source)
+                                     .bytes(flags_text())
+                                     .bytes(version_)
+                                     .bytes(opt_.compiler)
+                                     .bytes(abi_text_)
+                                     .bytes(prelude_text)
+                                     .digest());
   const fs::path so = fs::path(dir_) / (key + ".so");
   std::error_code ec;
   if (fs::exists(so, ec)) {
@@ -145,7 +157,8 @@ compile_result host_compiler::compile(std::string_view source) {
     out.cache_hit = true;
     return out;
   }
-  const std::string stem = (fs::path(dir_) / ("tmp-" + key + "-" + std::to_string(::getpid()) + "-" + std::to_string(counter++))).string();
+  const std::string stem =
+      (fs::path(dir_) / ("tmp-" + key + "-" + std::to_string(::getpid()) + "-" + std::to_string(counter++))).string();
   const std::string cpp = stem + ".cpp", tmp_so = stem + ".so";
   {
     std::ofstream f(cpp, std::ios::binary | std::ios::trunc);
@@ -179,22 +192,26 @@ compile_result host_compiler::compile(std::string_view source) {
                                       (WTERMSIG(r.wait_status) == SIGKILL || WTERMSIG(r.wait_status) == SIGXCPU));
   if (killed || !r.succeeded()) cleanup();
   if (killed) {
-    out.result = verdict::reject(stage::compile, "compile exceeded " + seconds_text(limit_s) +
-                                                     " s and was killed (a compile bomb, or raise the compile time limit)");
+    out.result =
+        verdict::reject(stage::compile, "compile exceeded " + seconds_text(limit_s) +
+                                            " s and was killed (a compile bomb, or raise the compile time limit)");
     return out;
   }
   if (!r.succeeded()) {
     if (text.find("cannot run '") != std::string::npos && WIFEXITED(r.wait_status) && WEXITSTATUS(r.wait_status) == 127)
-      throw error("host backend: " + first_lines(text, 3) + ": set host_options::compiler to an installed C++ compiler");
+      throw error("host backend: " + first_lines(text, 3) +
+                  ": set host_options::compiler to an installed C++ compiler");
     const bool memory = text.find("virtual memory exhausted") != std::string::npos ||
-                        text.find("out of memory") != std::string::npos || text.find("std::bad_alloc") != std::string::npos;
-    const bool signature = text.find("kb_kernel") != std::string::npos &&
-                           (text.find("conflicting") != std::string::npos || text.find("ambiguating") != std::string::npos ||
-                            text.find("exception specifier") != std::string::npos ||
-                            text.find("later 'static'") != std::string::npos);
+                        text.find("out of memory") != std::string::npos ||
+                        text.find("std::bad_alloc") != std::string::npos;
+    const bool signature =
+        text.find("kb_kernel") != std::string::npos &&
+        (text.find("conflicting") != std::string::npos || text.find("ambiguating") != std::string::npos ||
+         text.find("exception specifier") != std::string::npos || text.find("later 'static'") != std::string::npos);
     if (signature)
-      out.result = verdict::reject(stage::signature, "kb_kernel must be declared extern \"C\" void kb_kernel(const kb_args* args):\n" +
-                                                         first_lines(text));
+      out.result = verdict::reject(
+          stage::signature,
+          "kb_kernel must be declared extern \"C\" void kb_kernel(const kb_args* args):\n" + first_lines(text));
     else if (memory)
       out.result = verdict::reject(stage::compile, "compile ran out of its " + std::to_string(opt_.memory_bytes >> 20) +
                                                        " MiB memory limit:\n" + first_lines(text));

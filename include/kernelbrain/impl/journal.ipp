@@ -511,7 +511,12 @@ inline void apply_line(journal_contents& c, json::value const& v) {
   // Other types are from a newer minor version (e.g. LLM calls): nothing a resume needs.
 }
 
-inline std::string quoted(std::filesystem::path const& p) { return "'" + p.string() + "'"; }
+inline std::string quoted(std::filesystem::path const& p) {
+  std::string out = "'";  // built with += : GCC 12 -O3 warns falsely (-Wrestrict) on "'" + std::string&&
+  out += p.string();
+  out += '\'';
+  return out;
+}
 
 /// "journal 'X' was written by a run with seed 3; this run has seed 4: use --seed 3 or a new journal"
 inline void check_header(std::filesystem::path const& path, run_header const& was, run_header const& now) {

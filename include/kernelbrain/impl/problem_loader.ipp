@@ -1,10 +1,11 @@
 // Body of kernelbrain/io/problem_loader.hpp: problem.json to kernelbrain::problem with Boost.JSON.
 // Compiled once, from kernelbrain/src.hpp; never include this anywhere else.
 #pragma once
+#include <algorithm>
 #include <boost/json/basic_parser_impl.hpp>
+#include <boost/json/serialize.hpp>
 #include <boost/json/value.hpp>
 #include <boost/json/value_stack.hpp>
-#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <cmath>
@@ -48,12 +49,26 @@ struct checking_handler {
   std::string digits;                          ///< the number so far, when handed over in parts
   std::string duplicate;                       ///< set when parsing stopped at a repeated key
 
-  bool on_document_begin(json::error_code&) { st.reset(); keys.clear(); return true; }
+  bool on_document_begin(json::error_code&) {
+    st.reset();
+    keys.clear();
+    return true;
+  }
   bool on_document_end(json::error_code&) { return true; }
-  bool on_object_begin(json::error_code&) { keys.emplace_back(); return true; }
-  bool on_object_end(std::size_t n, json::error_code&) { keys.pop_back(); st.push_object(n); return true; }
+  bool on_object_begin(json::error_code&) {
+    keys.emplace_back();
+    return true;
+  }
+  bool on_object_end(std::size_t n, json::error_code&) {
+    keys.pop_back();
+    st.push_object(n);
+    return true;
+  }
   bool on_array_begin(json::error_code&) { return true; }
-  bool on_array_end(std::size_t n, json::error_code&) { st.push_array(n); return true; }
+  bool on_array_end(std::size_t n, json::error_code&) {
+    st.push_array(n);
+    return true;
+  }
   bool on_key_part(json::string_view s, std::size_t, json::error_code&) {
     key.append(s.data(), s.size());
     st.push_chars(s);
@@ -72,11 +87,28 @@ struct checking_handler {
     st.push_key(s);
     return true;
   }
-  bool on_string_part(json::string_view s, std::size_t, json::error_code&) { st.push_chars(s); return true; }
-  bool on_string(json::string_view s, std::size_t, json::error_code&) { st.push_string(s); return true; }
-  bool on_number_part(json::string_view s, json::error_code&) { digits.append(s.data(), s.size()); return true; }
-  bool on_int64(std::int64_t i, json::string_view, json::error_code&) { digits.clear(); st.push_int64(i); return true; }
-  bool on_uint64(std::uint64_t u, json::string_view, json::error_code&) { digits.clear(); st.push_uint64(u); return true; }
+  bool on_string_part(json::string_view s, std::size_t, json::error_code&) {
+    st.push_chars(s);
+    return true;
+  }
+  bool on_string(json::string_view s, std::size_t, json::error_code&) {
+    st.push_string(s);
+    return true;
+  }
+  bool on_number_part(json::string_view s, json::error_code&) {
+    digits.append(s.data(), s.size());
+    return true;
+  }
+  bool on_int64(std::int64_t i, json::string_view, json::error_code&) {
+    digits.clear();
+    st.push_int64(i);
+    return true;
+  }
+  bool on_uint64(std::uint64_t u, json::string_view, json::error_code&) {
+    digits.clear();
+    st.push_uint64(u);
+    return true;
+  }
   bool on_double(double d, json::string_view s, json::error_code&) {
     digits.append(s.data(), s.size());
     double exact = 0;
@@ -85,8 +117,14 @@ struct checking_handler {
     digits.clear();
     return true;
   }
-  bool on_bool(bool b, json::error_code&) { st.push_bool(b); return true; }
-  bool on_null(json::error_code&) { st.push_null(); return true; }
+  bool on_bool(bool b, json::error_code&) {
+    st.push_bool(b);
+    return true;
+  }
+  bool on_null(json::error_code&) {
+    st.push_null();
+    return true;
+  }
   bool on_comment_part(json::string_view, json::error_code&) { return true; }
   bool on_comment(json::string_view, json::error_code&) { return true; }
 };
@@ -96,8 +134,11 @@ inline std::string line_column(std::string_view text, std::size_t at) {
   at = std::min(at, text.size());
   std::size_t line = 1, col = 1;
   for (std::size_t i = 0; i < at; ++i) {
-    if (text[i] == '\n') { ++line; col = 1; }
-    else ++col;
+    if (text[i] == '\n') {
+      ++line;
+      col = 1;
+    } else
+      ++col;
   }
   return "line " + std::to_string(line) + ", column " + std::to_string(col);
 }
@@ -109,14 +150,21 @@ inline std::string str(json::string const& s) { return std::string(s.data(), s.s
 /// A JSON value's kind in words, for "expected X, found Y".
 inline std::string_view kind_name(json::value const& v) {
   switch (v.kind()) {
-    case json::kind::null: return "null";
-    case json::kind::bool_: return "true/false";
+    case json::kind::null:
+      return "null";
+    case json::kind::bool_:
+      return "true/false";
     case json::kind::int64:
-    case json::kind::uint64: return "an integer";
-    case json::kind::double_: return "a number with a fraction or exponent";
-    case json::kind::string: return "a string";
-    case json::kind::array: return "an array";
-    case json::kind::object: return "an object";
+    case json::kind::uint64:
+      return "an integer";
+    case json::kind::double_:
+      return "a number with a fraction or exponent";
+    case json::kind::string:
+      return "a string";
+    case json::kind::array:
+      return "an array";
+    case json::kind::object:
+      return "an object";
   }
   return "something else";
 }
@@ -129,7 +177,8 @@ inline std::string element(std::string const& where, std::size_t i) { return whe
 
 inline bool is_identifier(std::string_view s) {
   if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
-  return std::all_of(s.begin(), s.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+  return std::all_of(s.begin(), s.end(),
+                     [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
 }
 
 /// Levenshtein distance, for "did you mean" on an unknown field.
@@ -150,7 +199,10 @@ inline std::size_t edit_distance(std::string_view a, std::string_view b) {
 
 inline std::string joined(std::vector<std::string> const& items) {
   std::string out;
-  for (auto const& s : items) { if (!out.empty()) out += ", "; out += s; }
+  for (auto const& s : items) {
+    if (!out.empty()) out += ", ";
+    out += s;
+  }
   return out;
 }
 
@@ -173,7 +225,10 @@ class reader {
       for (auto const& n : known) {
         if (!list.empty()) list += ", ";
         list += n;
-        if (const auto d = edit_distance(k, n); d < best) { best = d; guess = std::string(n); }
+        if (const auto d = edit_distance(k, n); d < best) {
+          best = d;
+          guess = std::string(n);
+        }
       }
       fail(where, "unknown field '" + std::string(k) + "'" + (guess.empty() ? "" : " (did you mean '" + guess + "'?)") +
                       " (known: " + list + ")");
@@ -294,8 +349,10 @@ inline std::vector<tensor_spec> tensors(reader const& r, json::object const& top
   for (std::size_t i = 0; i < arr.size(); ++i) {
     const auto at = element(where, i);
     auto const& o = r.object(arr[i], at);
-    if (inputs) r.only(o, at, {"name", "size", "distribution"});
-    else r.only(o, at, {"name", "size"});
+    if (inputs)
+      r.only(o, at, {"name", "size", "distribution"});
+    else
+      r.only(o, at, {"name", "size"});
     tensor_spec t;
     t.name = r.identifier(r.required(o, at, "name"), member(at, "name"));
     if (std::find(taken.begin(), taken.end(), t.name) != taken.end())
@@ -420,7 +477,14 @@ inline expert_hint hint(reader const& r, json::value const& v, std::string const
   }
   kernel_template t;
   if (tmpl) t.source = r.file(*tmpl, member(at, "template"));
-  if (launch) t.launch = r.string(*launch, member(at, "launch"));
+  if (launch) {
+    // Text, or structured JSON (a CUDA launch plan: kernels, grid, block, ...) kept as its JSON text:
+    // the backend that owns the plan parses it after the placeholders are substituted.
+    if (launch->is_object() || launch->is_array())
+      t.launch = json::serialize(*launch);
+    else
+      t.launch = r.string(*launch, member(at, "launch"));
+  }
   std::vector<std::string> names;
   if (params) {
     const auto pat = member(at, "parameters");
@@ -448,17 +512,21 @@ inline expert_hint hint(reader const& r, json::value const& v, std::string const
   // The template and its parameters must agree: an unknown ${NAME} would reach the compiler
   // unsubstituted, and an unused parameter would make equal candidates look different.
   if (!t.source.empty() || !t.launch.empty()) {
-    auto used = placeholders(t.source);
-    for (auto& n : placeholders(t.launch))
-      if (std::find(used.begin(), used.end(), n) == used.end()) used.push_back(std::move(n));
+    const auto in_source = placeholders(t.source);
+    const auto in_launch = placeholders(t.launch);
+    auto used = in_source;
+    used.insert(used.end(), in_launch.begin(), in_launch.end());
     for (auto const& n : used)
-      if (std::find(names.begin(), names.end(), n) == names.end())
-        r.fail(member(at, tmpl ? "template" : "launch"),
+      if (std::find(names.begin(), names.end(), n) == names.end()) {
+        const bool src = std::find(in_source.begin(), in_source.end(), n) != in_source.end();
+        r.fail(member(at, src ? "template" : "launch"),
                "uses ${" + n + "}, which is not one of its parameters" +
                    (names.empty() ? std::string(" (it has none)") : " (" + joined(names) + ")"));
+      }
     for (auto const& n : names)
       if (std::find(used.begin(), used.end(), n) == used.end())
-        r.fail(member(member(at, "parameters"), n), "is used by neither the template nor the launch plan (no ${" + n + "})");
+        r.fail(member(member(at, "parameters"), n),
+               "is used by neither the template nor the launch plan (no ${" + n + "})");
   }
   if (cons) {
     const auto cat = member(at, "constraints");
@@ -477,8 +545,8 @@ inline expert_hint hint(reader const& r, json::value const& v, std::string const
       const auto look = p.lookup();
       bool ok = true;
       for (std::size_t c = 0; c < t.space.constraints.size() && ok; ++c)
-        ok = r.evaluate(t.space.constraints[c], element(member(at, "constraints"), c), look,
-                        "at " + p.to_string()) != 0;
+        ok =
+            r.evaluate(t.space.constraints[c], element(member(at, "constraints"), c), look, "at " + p.to_string()) != 0;
       any = any || ok;
     }
     if (!any) r.fail(member(at, "constraints"), "admit no point of the parameter space");
@@ -490,8 +558,11 @@ inline expert_hint hint(reader const& r, json::value const& v, std::string const
 inline problem parse(reader const& r, json::value const& doc) {
   if (!doc.is_object()) r.fail("", "the top level must be an object, found " + std::string(kind_name(doc)));
   auto const& top = doc.get_object();
-  r.only(top, "", {"name", "backend", "signature", "dims", "inputs", "outputs", "shapes", "tolerance", "cost", "machine",
-                   "reference", "seed", "catalogue"});
+  r.only(top, "",
+         {"name", "backend", "signature", "description", "dims", "inputs", "outputs", "shapes", "tolerance", "cost",
+          "machine", "reference", "seed", "catalogue"});
+  // "description" is for people reading the file; the problem struct has no field for it.
+  if (auto const* d = reader::optional(top, "description")) (void)r.string(*d, "description", true);
   problem p;
   p.name = r.string(r.required(top, "", "name"), "name");
   p.backend = r.string(r.required(top, "", "backend"), "backend");

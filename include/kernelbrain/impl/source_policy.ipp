@@ -16,40 +16,98 @@ struct forbidden_name {
 };
 
 inline constexpr forbidden_name forbidden_names[] = {
-    {"asm", "inline assembly"}, {"__asm", "inline assembly"}, {"__asm__", "inline assembly"},
-    {"system", "starting processes"}, {"popen", "starting processes"}, {"fork", "starting processes"},
-    {"vfork", "starting processes"}, {"clone", "starting processes"}, {"clone3", "starting processes"},
-    {"execl", "starting processes"}, {"execle", "starting processes"}, {"execlp", "starting processes"},
-    {"execv", "starting processes"}, {"execve", "starting processes"}, {"execvp", "starting processes"},
-    {"execvpe", "starting processes"}, {"fexecve", "starting processes"}, {"posix_spawn", "starting processes"},
-    {"posix_spawnp", "starting processes"}, {"kill", "signalling processes"},
-    {"dlopen", "loading code at run time"}, {"dlmopen", "loading code at run time"}, {"dlsym", "loading code at run time"},
+    {"asm", "inline assembly"},
+    {"__asm", "inline assembly"},
+    {"__asm__", "inline assembly"},
+    {"system", "starting processes"},
+    {"popen", "starting processes"},
+    {"fork", "starting processes"},
+    {"vfork", "starting processes"},
+    {"clone", "starting processes"},
+    {"clone3", "starting processes"},
+    {"execl", "starting processes"},
+    {"execle", "starting processes"},
+    {"execlp", "starting processes"},
+    {"execv", "starting processes"},
+    {"execve", "starting processes"},
+    {"execvp", "starting processes"},
+    {"execvpe", "starting processes"},
+    {"fexecve", "starting processes"},
+    {"posix_spawn", "starting processes"},
+    {"posix_spawnp", "starting processes"},
+    {"kill", "signalling processes"},
+    {"dlopen", "loading code at run time"},
+    {"dlmopen", "loading code at run time"},
+    {"dlsym", "loading code at run time"},
     {"dlvsym", "loading code at run time"},
     {"syscall", "raw system calls"},
-    {"mmap", "mapping memory"}, {"mmap64", "mapping memory"}, {"munmap", "mapping memory"}, {"mprotect", "mapping memory"},
-    {"mremap", "mapping memory"}, {"shm_open", "mapping memory"}, {"memfd_create", "mapping memory"},
-    {"brk", "mapping memory"}, {"sbrk", "mapping memory"},
-    {"ptrace", "tracing processes"}, {"prctl", "changing process attributes"},
-    {"setrlimit", "changing resource limits"}, {"prlimit", "changing resource limits"}, {"prlimit64", "changing resource limits"},
-    {"signal", "installing signal handlers"}, {"sigaction", "installing signal handlers"},
-    {"sigaltstack", "installing signal handlers"}, {"bsd_signal", "installing signal handlers"},
+    {"mmap", "mapping memory"},
+    {"mmap64", "mapping memory"},
+    {"munmap", "mapping memory"},
+    {"mprotect", "mapping memory"},
+    {"mremap", "mapping memory"},
+    {"shm_open", "mapping memory"},
+    {"memfd_create", "mapping memory"},
+    {"brk", "mapping memory"},
+    {"sbrk", "mapping memory"},
+    {"ptrace", "tracing processes"},
+    {"prctl", "changing process attributes"},
+    {"setrlimit", "changing resource limits"},
+    {"prlimit", "changing resource limits"},
+    {"prlimit64", "changing resource limits"},
+    {"signal", "installing signal handlers"},
+    {"sigaction", "installing signal handlers"},
+    {"sigaltstack", "installing signal handlers"},
+    {"bsd_signal", "installing signal handlers"},
     {"sysv_signal", "installing signal handlers"},
-    {"fopen", "file I/O"}, {"fopen64", "file I/O"}, {"freopen", "file I/O"}, {"fdopen", "file I/O"}, {"open", "file I/O"},
-    {"open64", "file I/O"}, {"openat", "file I/O"}, {"creat", "file I/O"}, {"read", "file I/O"}, {"write", "file I/O"},
-    {"pread", "file I/O"}, {"pwrite", "file I/O"}, {"readv", "file I/O"}, {"writev", "file I/O"}, {"fread", "file I/O"},
-    {"fwrite", "file I/O"}, {"fprintf", "file I/O"}, {"fputs", "file I/O"}, {"fscanf", "file I/O"}, {"unlink", "file I/O"},
-    {"unlinkat", "file I/O"}, {"truncate", "file I/O"}, {"ftruncate", "file I/O"}, {"ifstream", "file I/O"},
-    {"ofstream", "file I/O"}, {"fstream", "file I/O"}, {"filebuf", "file I/O"}, {"FILE", "file I/O"},
+    {"fopen", "file I/O"},
+    {"fopen64", "file I/O"},
+    {"freopen", "file I/O"},
+    {"fdopen", "file I/O"},
+    {"open", "file I/O"},
+    {"open64", "file I/O"},
+    {"openat", "file I/O"},
+    {"creat", "file I/O"},
+    {"read", "file I/O"},
+    {"write", "file I/O"},
+    {"pread", "file I/O"},
+    {"pwrite", "file I/O"},
+    {"readv", "file I/O"},
+    {"writev", "file I/O"},
+    {"fread", "file I/O"},
+    {"fwrite", "file I/O"},
+    {"fprintf", "file I/O"},
+    {"fputs", "file I/O"},
+    {"fscanf", "file I/O"},
+    {"unlink", "file I/O"},
+    {"unlinkat", "file I/O"},
+    {"truncate", "file I/O"},
+    {"ftruncate", "file I/O"},
+    {"ifstream", "file I/O"},
+    {"ofstream", "file I/O"},
+    {"fstream", "file I/O"},
+    {"filebuf", "file I/O"},
+    {"FILE", "file I/O"},
     {"filesystem", "file I/O"},
-    {"socket", "network I/O"}, {"socketpair", "network I/O"}, {"connect", "network I/O"}, {"listen", "network I/O"},
-    {"accept", "network I/O"}, {"accept4", "network I/O"}, {"send", "network I/O"}, {"sendto", "network I/O"},
-    {"sendmsg", "network I/O"}, {"recv", "network I/O"}, {"recvfrom", "network I/O"}, {"recvmsg", "network I/O"},
-    {"getaddrinfo", "network I/O"}, {"gethostbyname", "network I/O"},
+    {"socket", "network I/O"},
+    {"socketpair", "network I/O"},
+    {"connect", "network I/O"},
+    {"listen", "network I/O"},
+    {"accept", "network I/O"},
+    {"accept4", "network I/O"},
+    {"send", "network I/O"},
+    {"sendto", "network I/O"},
+    {"sendmsg", "network I/O"},
+    {"recv", "network I/O"},
+    {"recvfrom", "network I/O"},
+    {"recvmsg", "network I/O"},
+    {"getaddrinfo", "network I/O"},
+    {"gethostbyname", "network I/O"},
 };
 
-inline constexpr std::string_view allowed_directives[] = {"define", "undef",   "if",    "ifdef",   "ifndef",
-                                                          "elif",   "elifdef", "elifndef", "else", "endif",
-                                                          "pragma", "error",   "warning", "line",  "include"};
+inline constexpr std::string_view allowed_directives[] = {"define", "undef",   "if",       "ifdef", "ifndef",
+                                                          "elif",   "elifdef", "elifndef", "else",  "endif",
+                                                          "pragma", "error",   "warning",  "line",  "include"};
 
 inline bool ident_start(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; }
 inline bool ident_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
@@ -64,9 +122,19 @@ class scanner {
     bool bol = true;
     while (i < n) {
       const char c = t_[i];
-      if (c == '\n') { bol = true; ++i; continue; }
-      if (std::isspace(static_cast<unsigned char>(c))) { ++i; continue; }
-      if (c == '/' && at(i + 1) == '/') { while (i < n && t_[i] != '\n') ++i; continue; }
+      if (c == '\n') {
+        bol = true;
+        ++i;
+        continue;
+      }
+      if (std::isspace(static_cast<unsigned char>(c))) {
+        ++i;
+        continue;
+      }
+      if (c == '/' && at(i + 1) == '/') {
+        while (i < n && t_[i] != '\n') ++i;
+        continue;
+      }
       if (c == '/' && at(i + 1) == '*') {
         const auto e = t_.find("*/", i + 2);
         i = e == std::string::npos ? n : e + 2;
@@ -100,7 +168,8 @@ class scanner {
         i = j;
         continue;
       }
-      if (std::isdigit(static_cast<unsigned char>(c)) || (c == '.' && std::isdigit(static_cast<unsigned char>(at(i + 1))))) {
+      if (std::isdigit(static_cast<unsigned char>(c)) ||
+          (c == '.' && std::isdigit(static_cast<unsigned char>(at(i + 1))))) {
         i = number(i);
         prev_ = "0";
         continue;
@@ -110,7 +179,11 @@ class scanner {
         prev_ = "literal";
         continue;
       }
-      if (c == '-' && at(i + 1) == '>') { prev_ = "->"; i += 2; continue; }
+      if (c == '-' && at(i + 1) == '>') {
+        prev_ = "->";
+        i += 2;
+        continue;
+      }
       prev_ = std::string_view(t_.data() + i, 1);
       ++i;
     }
@@ -125,7 +198,11 @@ class scanner {
       if (s[i] == '\\') {
         std::size_t j = i + 1;
         if (j < s.size() && s[j] == '\r') ++j;
-        if (j < s.size() && s[j] == '\n') { i = j; ++line; continue; }
+        if (j < s.size() && s[j] == '\n') {
+          i = j;
+          ++line;
+          continue;
+        }
       }
       t_ += s[i];
       line_.push_back(line);
@@ -133,7 +210,9 @@ class scanner {
     }
   }
   [[nodiscard]] char at(std::size_t i) const noexcept { return i < t_.size() ? t_[i] : '\0'; }
-  [[nodiscard]] int line_of(std::size_t i) const noexcept { return line_.empty() ? 1 : line_[std::min(i, line_.size() - 1)]; }
+  [[nodiscard]] int line_of(std::size_t i) const noexcept {
+    return line_.empty() ? 1 : line_[std::min(i, line_.size() - 1)];
+  }
 
   verdict refuse(std::size_t pos, std::string const& why) const {
     return verdict::reject(stage::policy, "forbidden construct at line " + std::to_string(line_of(pos)) + ": " + why);
@@ -179,9 +258,18 @@ class scanner {
     const std::size_t n = t_.size();
     while (i < n) {
       const char c = t_[i];
-      if ((c == '+' || c == '-') && i > 0 && std::strchr("eEpP", t_[i - 1])) { ++i; continue; }
-      if (c == '\'' && i + 1 < n && ident_char(t_[i + 1])) { i += 2; continue; }
-      if (ident_char(c) || c == '.') { ++i; continue; }
+      if ((c == '+' || c == '-') && i > 0 && std::strchr("eEpP", t_[i - 1])) {
+        ++i;
+        continue;
+      }
+      if (c == '\'' && i + 1 < n && ident_char(t_[i + 1])) {
+        i += 2;
+        continue;
+      }
+      if (ident_char(c) || c == '.') {
+        ++i;
+        continue;
+      }
       break;
     }
     return i;

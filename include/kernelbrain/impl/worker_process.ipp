@@ -31,7 +31,10 @@ class fd_owner {
   ~fd_owner() { reset(); }
   [[nodiscard]] int get() const noexcept { return fd_; }
   int release() noexcept { return std::exchange(fd_, -1); }
-  void reset() noexcept { if (fd_ >= 0) ::close(fd_); fd_ = -1; }
+  void reset() noexcept {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+  }
 
  private:
   int fd_;
@@ -97,21 +100,36 @@ inline int wait_for(int pid, int flags = 0) {
 
 inline char const* signal_name(int s) {
   switch (s) {
-    case SIGSEGV: return "SIGSEGV, segmentation fault";
-    case SIGBUS: return "SIGBUS, bus error";
-    case SIGFPE: return "SIGFPE, arithmetic exception";
-    case SIGILL: return "SIGILL, illegal instruction";
-    case SIGABRT: return "SIGABRT, abort";
-    case SIGKILL: return "SIGKILL, killed";
-    case SIGTERM: return "SIGTERM, terminated";
-    case SIGTRAP: return "SIGTRAP, trap";
-    case SIGSYS: return "SIGSYS, bad system call";
-    case SIGXCPU: return "SIGXCPU, CPU time limit exceeded";
-    case SIGXFSZ: return "SIGXFSZ, file size limit exceeded";
-    case SIGPIPE: return "SIGPIPE, broken pipe";
-    case SIGINT: return "SIGINT, interrupted";
-    case SIGHUP: return "SIGHUP, hangup";
-    default: return "unknown signal";
+    case SIGSEGV:
+      return "SIGSEGV, segmentation fault";
+    case SIGBUS:
+      return "SIGBUS, bus error";
+    case SIGFPE:
+      return "SIGFPE, arithmetic exception";
+    case SIGILL:
+      return "SIGILL, illegal instruction";
+    case SIGABRT:
+      return "SIGABRT, abort";
+    case SIGKILL:
+      return "SIGKILL, killed";
+    case SIGTERM:
+      return "SIGTERM, terminated";
+    case SIGTRAP:
+      return "SIGTRAP, trap";
+    case SIGSYS:
+      return "SIGSYS, bad system call";
+    case SIGXCPU:
+      return "SIGXCPU, CPU time limit exceeded";
+    case SIGXFSZ:
+      return "SIGXFSZ, file size limit exceeded";
+    case SIGPIPE:
+      return "SIGPIPE, broken pipe";
+    case SIGINT:
+      return "SIGINT, interrupted";
+    case SIGHUP:
+      return "SIGHUP, hangup";
+    default:
+      return "unknown signal";
   }
 }
 
@@ -126,15 +144,19 @@ inline std::string seconds_text(std::chrono::milliseconds ms) {
 std::string describe_wait_status(int status) {
   if (WIFEXITED(status)) return "exited with status " + std::to_string(WEXITSTATUS(status));
   if (WIFSIGNALED(status))
-    return "was killed by signal " + std::to_string(WTERMSIG(status)) + " (" + detail::proc::signal_name(WTERMSIG(status)) + ")";
+    return "was killed by signal " + std::to_string(WTERMSIG(status)) + " (" +
+           detail::proc::signal_name(WTERMSIG(status)) + ")";
   return "ended with wait status " + std::to_string(status);
 }
 
 std::vector<std::string> limited_command(std::string const& limiter, process_limits const& limits,
-                                                std::vector<std::string> const& argv) {
-  std::vector<std::string> out{limiter, "--exec", "--as=" + std::to_string(limits.address_space_bytes),
+                                         std::vector<std::string> const& argv) {
+  std::vector<std::string> out{limiter,
+                               "--exec",
+                               "--as=" + std::to_string(limits.address_space_bytes),
                                "--cpu=" + std::to_string(limits.cpu_seconds),
-                               "--fsize=" + std::to_string(limits.file_size_bytes), "--"};
+                               "--fsize=" + std::to_string(limits.file_size_bytes),
+                               "--"};
   out.insert(out.end(), argv.begin(), argv.end());
   return out;
 }
@@ -144,7 +166,7 @@ bool captured_run::succeeded() const noexcept {
 }
 
 captured_run run_captured(std::vector<std::string> const& argv, std::chrono::milliseconds wall_limit,
-                                 std::size_t output_limit) {
+                          std::size_t output_limit) {
   using namespace detail::proc;
   captured_run r;
   if (argv.empty()) throw error("run_captured: empty command line");
@@ -166,22 +188,35 @@ captured_run run_captured(std::vector<std::string> const& argv, std::chrono::mil
   bool open = true;
   while (open) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock::now()).count();
-    if (left <= 0) { r.timed_out = true; break; }
+    if (left <= 0) {
+      r.timed_out = true;
+      break;
+    }
     pollfd pf{rd.get(), POLLIN, 0};
     const int n = ::poll(&pf, 1, static_cast<int>(std::min<long long>(left, 1000)));
     if (n < 0 && errno != EINTR) break;
     if (n <= 0) continue;
     const ssize_t got = ::read(rd.get(), buf, sizeof buf);
     if (got < 0 && (errno == EINTR || errno == EAGAIN)) continue;
-    if (got <= 0) { open = false; break; }
+    if (got <= 0) {
+      open = false;
+      break;
+    }
     if (r.output.size() < output_limit)
       r.output.append(buf, std::min(static_cast<std::size_t>(got), output_limit - r.output.size()));
   }
   // The output closed; the process may still linger (or have handed the pipe on): wait, within the limit.
   while (!r.timed_out) {
     const int st = wait_for(pid, WNOHANG);
-    if (st >= 0) { r.wait_status = st; r.seconds = since(start); return r; }
-    if (clock::now() >= deadline) { r.timed_out = true; break; }
+    if (st >= 0) {
+      r.wait_status = st;
+      r.seconds = since(start);
+      return r;
+    }
+    if (clock::now() >= deadline) {
+      r.timed_out = true;
+      break;
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
   ::kill(-pid, SIGKILL);
@@ -194,7 +229,9 @@ captured_run run_captured(std::vector<std::string> const& argv, std::chrono::mil
 // ---- worker_process ---------------------------------------------------------------------------
 
 worker_process::worker_process(std::string executable, std::string role, std::vector<std::string> extra_args)
-    : exe_(std::move(executable)), role_(std::move(role)), extra_(std::move(extra_args)),
+    : exe_(std::move(executable)),
+      role_(std::move(role)),
+      extra_(std::move(extra_args)),
       arena_(shared_arena::create(("kernelbrain-" + role_).c_str())) {}
 
 worker_process::~worker_process() { stop(); }
@@ -237,7 +274,11 @@ void worker_process::drain_stderr() noexcept {
     const ssize_t n = ::read(err_, buf, sizeof buf);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) return;  // EAGAIN: nothing more for now
-    if (n == 0) { ::close(err_); err_ = -1; return; }
+    if (n == 0) {
+      ::close(err_);
+      err_ = -1;
+      return;
+    }
     errtail_.append(buf, static_cast<std::size_t>(n));
     if (errtail_.size() > 4096) errtail_.erase(0, errtail_.size() - 2048);
   }
@@ -252,22 +293,31 @@ std::string worker_process::stderr_tail() const {
 
 void worker_process::ensure_started() {
   using namespace detail::proc;
-  if (pid_ > 0) return;
+  if (pid_ > 0) {
+    // A worker that died while idle (killed from outside) must not cost the next request.
+    siginfo_t info{};
+    if (::waitid(P_PID, static_cast<id_t>(pid_), &info, WEXITED | WNOHANG | WNOWAIT) != 0 || info.si_pid != pid_)
+      return;
+    stop();
+  }
   int sv[2], ep[2];
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
     throw error(std::string("cannot create a socket pair for a worker: ") + std::strerror(errno));
   fd_owner mine(sv[0]);
   fd_owner theirs(high_dup(sv[1]));
   ::close(sv[1]);
-  if (::pipe2(ep, O_CLOEXEC) != 0) throw error(std::string("cannot create a pipe for a worker: ") + std::strerror(errno));
+  if (::pipe2(ep, O_CLOEXEC) != 0)
+    throw error(std::string("cannot create a pipe for a worker: ") + std::strerror(errno));
   fd_owner err_read(ep[0]);
   fd_owner err_write(high_dup(ep[1]));
   ::close(ep[1]);
   fd_owner arena(high_dup(arena_.fd()));
   std::vector<std::string> argv{exe_, "--serve", role_};
   argv.insert(argv.end(), extra_.begin(), extra_.end());
-  const int pid = spawn(argv, {{theirs.get(), wire::channel_fd}, {arena.get(), wire::arena_fd}, {err_write.get(), 1},
-                               {err_write.get(), 2}}, false);
+  const int pid = spawn(
+      argv,
+      {{theirs.get(), wire::channel_fd}, {arena.get(), wire::arena_fd}, {err_write.get(), 1}, {err_write.get(), 2}},
+      false);
   if (pid < 0) throw error("cannot start worker executable '" + exe_ + "': " + std::strerror(-pid));
   pid_ = pid;
   sock_ = mine.release();
@@ -282,8 +332,9 @@ void worker_process::ensure_started() {
   if (r.st != worker_reply::status::reply || r.msg.type != wire::hello) {
     stop();
     throw error("worker executable '" + exe_ + "' did not start properly: " +
-                (r.st == worker_reply::status::reply ? "it sent message type " + std::to_string(r.msg.type) + " instead of hello"
-                                                     : r.why));
+                (r.st == worker_reply::status::reply
+                     ? "it sent message type " + std::to_string(r.msg.type) + " instead of hello"
+                     : r.why));
   }
   std::uint32_t ver = 0;
   std::string role;
@@ -302,7 +353,7 @@ void worker_process::ensure_started() {
 }
 
 worker_reply worker_process::call(std::uint32_t type, std::string_view body, std::chrono::milliseconds silence_limit,
-                                         std::function<void(int)> const& after_send) {
+                                  std::function<void(int)> const& after_send) {
   using namespace detail::proc;
   // type 0 is internal: wait for the hello without sending anything.
   if (type != 0) ensure_started();
@@ -337,7 +388,10 @@ worker_reply worker_process::call(std::uint32_t type, std::string_view body, std
     std::size_t off = 0;
     while (off < f.size()) {
       const ssize_t n = ::send(sock_, f.data() + off, f.size() - off, MSG_NOSIGNAL);
-      if (n > 0) { off += static_cast<std::size_t>(n); continue; }
+      if (n > 0) {
+        off += static_cast<std::size_t>(n);
+        continue;
+      }
       if (n < 0 && errno == EINTR) continue;
       if (n < 0 && errno == EAGAIN) {
         if (clock::now() - last >= silence_limit) return silent_too_long();
@@ -355,7 +409,10 @@ worker_reply worker_process::call(std::uint32_t type, std::string_view body, std
     wire_message m;
     try {
       while (detail::unframe(inbuf_, m)) {
-        if (m.type == wire::progress) { last = clock::now(); continue; }
+        if (m.type == wire::progress) {
+          last = clock::now();
+          continue;
+        }
         out.msg = std::move(m);
         out.seconds = since(start);
         return out;
@@ -370,7 +427,8 @@ worker_reply worker_process::call(std::uint32_t type, std::string_view body, std
       return out;
     }
     if (ended) return died();  // end of stream and no complete reply: the worker is gone
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(silence_limit - (clock::now() - last)).count();
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(silence_limit - (clock::now() - last)).count();
     if (left <= 0) return silent_too_long();
     pollfd pf[2] = {{sock_, POLLIN, 0}, {err_, POLLIN, 0}};
     const int n = ::poll(pf, 2, static_cast<int>(std::min<long long>(left, 1000)) + 1);
@@ -380,7 +438,10 @@ worker_reply worker_process::call(std::uint32_t type, std::string_view body, std
     if (pf[0].revents) {
       for (;;) {
         const ssize_t got = ::recv(sock_, buf, sizeof buf, 0);
-        if (got > 0) { inbuf_.append(buf, static_cast<std::size_t>(got)); continue; }
+        if (got > 0) {
+          inbuf_.append(buf, static_cast<std::size_t>(got));
+          continue;
+        }
         if (got < 0 && errno == EINTR) continue;
         if (got < 0 && errno == EAGAIN) break;
         ended = true;  // end of stream or a reset

@@ -67,7 +67,7 @@ __device__ __forceinline__ void store_tile(float* __restrict__ S, const float4 (
 }
 
 // grid: (ceil_div(M, BM), ceil_div(N, BN), SPLITK); block THREADS; dynamic smem 8*BK*(BM+BN) bytes.
-extern "C" __global__ void __launch_bounds__(THREADS)
+extern "C" __global__ void __launch_bounds__(THREADS, 1)
 lrd_sgemm(const float* __restrict__ x, const float* __restrict__ W, const float* __restrict__ bias,
           float* __restrict__ out, long long M, long long N, long long K) {
   extern __shared__ float4 smem4[];

@@ -171,7 +171,7 @@ __device__ __forceinline__ void gemm_block(const float* __restrict__ A, const fl
 }
 
 // P[bh] = (Q[bh] K[bh]^T) / sqrt(D). grid: (ceil_div(S, BM), ceil_div(S, BN), B*H).
-extern "C" __global__ void __launch_bounds__(THREADS)
+extern "C" __global__ void __launch_bounds__(THREADS, 1)
 sdpa_scores(const float* __restrict__ Q, const float* __restrict__ Kt, float* __restrict__ P, long long B, long long H,
             long long S, long long D) {
   extern __shared__ float4 smem4[];
@@ -181,7 +181,7 @@ sdpa_scores(const float* __restrict__ Q, const float* __restrict__ Kt, float* __
 }
 
 // O[bh] = P[bh] V[bh]. grid: (ceil_div(S, BM), ceil_div(D, BN), B*H).
-extern "C" __global__ void __launch_bounds__(THREADS)
+extern "C" __global__ void __launch_bounds__(THREADS, 1)
 sdpa_pv(const float* __restrict__ P, const float* __restrict__ V, float* __restrict__ O, long long B, long long H,
         long long S, long long D) {
   extern __shared__ float4 smem4[];

@@ -105,13 +105,64 @@ __device__ __forceinline__ void load_nmajor(float* S, const float* __restrict__ 
   }
 }
 
-__device__ __forceinline__ void split(float v, unsigned& big, unsigned& small) {
-  big = to_tf32(v);
-#if PREC == 3
-  small = to_tf32(v - __uint_as_float(big));
-#else
-  small = 0u;
-#endif
+__device__ __forceinline__ float tf32_round(float f) { return __uint_as_float(to_tf32(f)); }
+__device__ __forceinline__ void ldsm_x4(unsigned (&r)[4], const float* p) {
+  const unsigned a = (unsigned)__cvta_generic_to_shared(p);
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(a));
+}
+// Split one landed float4 (or float) at p: big part in place, small part TWIN floats further on.
+template <int TWIN>
+__device__ __forceinline__ void split4(float* p) {
+  const float4 v = *reinterpret_cast<float4*>(p);
+  const float4 h = make_float4(tf32_round(v.x), tf32_round(v.y), tf32_round(v.z), tf32_round(v.w));
+  *reinterpret_cast<float4*>(p) = h;
+  if (PREC == 3)
+    *reinterpret_cast<float4*>(p + TWIN) =
+        make_float4(tf32_round(v.x - h.x), tf32_round(v.y - h.y), tf32_round(v.z - h.z), tf32_round(v.w - h.w));
+}
+template <int TWIN>
+__device__ __forceinline__ void split1(float* p) {
+  const float v = *p, h = tf32_round(v);
+  *p = h;
+  if (PREC == 3) p[TWIN] = tf32_round(v - h);
+}
+// The same chunk maps as load_kmajor / load_nmajor: each thread splits only what it copied.
+template <int ROWS_T, int TWIN>
+__device__ __forceinline__ void split_kmajor(float* S, bool vec) {
+  if (vec) {
+    constexpr int CH = ROWS_T * BK / 4;
+#pragma unroll
+    for (int i = 0; i < (CH + THREADS - 1) / THREADS; ++i) {
+      const int c = threadIdx.x + i * THREADS;
+      if (CH % THREADS == 0 || c < CH) split4<TWIN>(S + (c / (BK / 4)) * LDK + (c % (BK / 4)) * 4);
+    }
+  } else {
+    constexpr int CH = ROWS_T * BK;
+#pragma unroll 4
+    for (int i = 0; i < (CH + THREADS - 1) / THREADS; ++i) {
+      const int c = threadIdx.x + i * THREADS;
+      if (CH % THREADS == 0 || c < CH) split1<TWIN>(S + (c / BK) * LDK + c % BK);
+    }
+  }
+}
+template <int TWIN>
+__device__ __forceinline__ void split_nmajor(float* S, bool vec) {
+  if (vec) {
+    constexpr int CH = BK * BN / 4;
+#pragma unroll
+    for (int i = 0; i < (CH + THREADS - 1) / THREADS; ++i) {
+      const int c = threadIdx.x + i * THREADS;
+      if (CH % THREADS == 0 || c < CH) split4<TWIN>(S + (c / (BN / 4)) * LDN + (c % (BN / 4)) * 4);
+    }
+  } else {
+    constexpr int CH = BK * BN;
+#pragma unroll 4
+    for (int i = 0; i < (CH + THREADS - 1) / THREADS; ++i) {
+      const int c = threadIdx.x + i * THREADS;
+      if (CH % THREADS == 0 || c < CH) split1<TWIN>(S + (c / BN) * LDN + c % BN);
+    }
+  }
 }
 
 // C[M][N] = alpha * A[M][K] . op(B); A K-major; B_KMAJOR: B is [N][K], else [K][N].
@@ -120,7 +171,8 @@ __device__ __forceinline__ void gemm_block(const float* __restrict__ A, const fl
                                            float* __restrict__ Cm, long long M, long long N, long long K, float alpha,
                                            float* smem) {
   constexpr int A_FLOATS = BM * LDK;
-  constexpr int STAGE = A_FLOATS + (B_KMAJOR ? BN * LDK : BK * LDN);
+  constexpr int TILE = A_FLOATS + (B_KMAJOR ? BN * LDK : BK * LDN);  // big parts; small parts follow
+  constexpr int STAGE = TILE * (PREC == 3 ? 2 : 1);
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int g = lane >> 2, t = lane & 3;
   const int wm = warp / WN, wn = warp % WN;
@@ -128,6 +180,8 @@ __device__ __forceinline__ void gemm_block(const float* __restrict__ A, const fl
   const bool avec = (K & 3) == 0;
   const bool bvec = B_KMAJOR ? avec : (N & 3) == 0;
   const int nk = (int)((K + BK - 1) / BK);
+  const int a_row = (lane & 7) + ((lane >> 3) & 1) * 8, a_col = (lane >> 4) * 4;
+  const int b_row = (lane & 7) + (lane >> 4) * 8, b_col = ((lane >> 3) & 1) * 4;
 
   float acc[MT][NT][4];
 #pragma unroll
@@ -150,32 +204,45 @@ __device__ __forceinline__ void gemm_block(const float* __restrict__ A, const fl
   }
   for (int kt = 0; kt < nk; ++kt) {
     cp_async_wait<STAGES - 2>();
+    float* cur = smem + (kt % STAGES) * STAGE;
+    split_kmajor<BM, TILE>(cur, avec);
+    if (B_KMAJOR) split_kmajor<BN, TILE>(cur + A_FLOATS, bvec);
+    else split_nmajor<TILE>(cur + A_FLOATS, bvec);
     __syncthreads();
     if (kt + STAGES - 1 < nk) issue(kt + STAGES - 1);
     cp_async_commit();
-    const float* As = smem + (kt % STAGES) * STAGE;
-    const float* Bs = As + A_FLOATS;
+    const float* Ab = cur + (wm * WTM) * LDK;
+    const float* Bs = cur + A_FLOATS;
 #pragma unroll
     for (int kk = 0; kk < BK; kk += 8) {
       unsigned ab[MT][4], as[MT][4], bb[NT][2], bs[NT][2];
 #pragma unroll
       for (int i = 0; i < MT; ++i) {
-        const float* p = As + (wm * WTM + i * 16 + g) * LDK + kk + t;
-        split(p[0], ab[i][0], as[i][0]);
-        split(p[8 * LDK], ab[i][1], as[i][1]);
-        split(p[4], ab[i][2], as[i][2]);
-        split(p[8 * LDK + 4], ab[i][3], as[i][3]);
+        ldsm_x4(ab[i], Ab + (i * 16 + a_row) * LDK + kk + a_col);
+        if (PREC == 3) ldsm_x4(as[i], Ab + TILE + (i * 16 + a_row) * LDK + kk + a_col);
       }
+      if (B_KMAJOR) {
+        const float* Bb = Bs + (wn * WTN) * LDK;
 #pragma unroll
-      for (int j = 0; j < NT; ++j) {
-        if (B_KMAJOR) {
-          const float* p = Bs + (wn * WTN + j * 8 + g) * LDK + kk + t;
-          split(p[0], bb[j][0], bs[j][0]);
-          split(p[4], bb[j][1], bs[j][1]);
-        } else {
+        for (int j = 0; j < NT / 2; ++j) {
+          unsigned r[4];
+          ldsm_x4(r, Bb + (j * 16 + b_row) * LDK + kk + b_col);
+          bb[2 * j][0] = r[0]; bb[2 * j][1] = r[1]; bb[2 * j + 1][0] = r[2]; bb[2 * j + 1][1] = r[3];
+          if (PREC == 3) {
+            ldsm_x4(r, Bb + TILE + (j * 16 + b_row) * LDK + kk + b_col);
+            bs[2 * j][0] = r[0]; bs[2 * j][1] = r[1]; bs[2 * j + 1][0] = r[2]; bs[2 * j + 1][1] = r[3];
+          }
+        }
+      } else {
+#pragma unroll
+        for (int j = 0; j < NT; ++j) {
           const float* p = Bs + (kk + t) * LDN + wn * WTN + j * 8 + g;
-          split(p[0], bb[j][0], bs[j][0]);
-          split(p[4 * LDN], bb[j][1], bs[j][1]);
+          bb[j][0] = __float_as_uint(p[0]);
+          bb[j][1] = __float_as_uint(p[4 * LDN]);
+          if (PREC == 3) {
+            bs[j][0] = __float_as_uint(p[TILE]);
+            bs[j][1] = __float_as_uint(p[TILE + 4 * LDN]);
+          }
         }
       }
 #pragma unroll
@@ -213,7 +280,7 @@ __device__ __forceinline__ void gemm_block(const float* __restrict__ A, const fl
 }
 
 // P[bh] = (Q[bh] K[bh]^T) / sqrt(D). grid: (ceil_div(S, BM), ceil_div(S, BN), B*H);
-// smem STAGES*(BM+BN)*(BK+4)*4 bytes.
+// smem STAGES*((PREC+1)/2)*(BM+BN)*(BK+4)*4 bytes.
 extern "C" __global__ void __launch_bounds__(THREADS, 1)
 sdpa_scores(const float* __restrict__ Q, const float* __restrict__ Kt, float* __restrict__ P, long long B, long long H,
             long long S, long long D) {
@@ -224,7 +291,7 @@ sdpa_scores(const float* __restrict__ Q, const float* __restrict__ Kt, float* __
 }
 
 // O[bh] = P[bh] V[bh]. grid: (ceil_div(S, BM), ceil_div(D, BN), B*H);
-// smem STAGES*(BM*(BK+4) + BK*(BN+8))*4 bytes.
+// smem STAGES*((PREC+1)/2)*(BM*(BK+4) + BK*(BN+8))*4 bytes.
 extern "C" __global__ void __launch_bounds__(THREADS, 1)
 sdpa_pv(const float* __restrict__ P, const float* __restrict__ V, float* __restrict__ O, long long B, long long H,
         long long S, long long D) {

@@ -9,6 +9,7 @@
 
 #define CL ${CL}
 #define BLOCK ${BLOCK}
+#define NG ${NG}
 #define NW (BLOCK / 32)
 
 #define L2E 1.4426950408889634f
@@ -67,92 +68,129 @@ __device__ __forceinline__ float ld_cluster(const float* local, unsigned rank) {
 }
 __device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
 
-// V = 4: slice 16-byte aligned and its length a multiple of 4; V = 1: scalar.
-template <int V>
-__device__ __forceinline__ void slice_softmax(const float* __restrict__ xs, float* __restrict__ ys, int n, int ncache,
-                                              float* cache, float* red, float* xch, float* all_ms) {
-  const int t = threadIdx.x;
-  // 1. Cached part into shared memory; each thread later touches only the elements it copied.
-  if (V == 4) {
-    const int nc4 = ncache >> 2;
-    for (int j = t; j < nc4; j += BLOCK) cp_async16(cache + 4 * j, xs + 4 * j);
-    cp_async_wait_all();
-  } else {
-    for (int j = t; j < ncache; j += BLOCK) cache[j] = __ldcs(xs + j);
-  }
-  // 2. This thread's (max, sum of exp) over its cached elements, then the streamed remainder.
-  float m = NEG_BIG, s = 0.f;
-  if (V == 4) {
-    const int nc4 = ncache >> 2;
-    for (int j = t; j < nc4; j += BLOCK) {
-      const float4 q = reinterpret_cast<const float4*>(cache)[j];
-      m = fmaxf(m, fmaxf(fmaxf(q.x, q.y), fmaxf(q.z, q.w)));
-    }
-    const float mL = m * L2E;
-    for (int j = t; j < nc4; j += BLOCK) {
-      const float4 q = reinterpret_cast<const float4*>(cache)[j];
-      s += exp2f(fmaf(q.x, L2E, -mL)) + exp2f(fmaf(q.y, L2E, -mL)) + exp2f(fmaf(q.z, L2E, -mL)) + exp2f(fmaf(q.w, L2E, -mL));
-    }
-    const float4* x4 = reinterpret_cast<const float4*>(xs);
-#pragma unroll 4
-    for (int j = nc4 + t; j < (n >> 2); j += BLOCK) {
-      const float4 q = __ldg(x4 + j);
-      const float mn = fmaxf(m, fmaxf(fmaxf(q.x, q.y), fmaxf(q.z, q.w)));
-      const float mL2 = mn * L2E;
-      s = s * exp2f((m - mn) * L2E) + exp2f(fmaf(q.x, L2E, -mL2)) + exp2f(fmaf(q.y, L2E, -mL2)) +
-          exp2f(fmaf(q.z, L2E, -mL2)) + exp2f(fmaf(q.w, L2E, -mL2));
-      m = mn;
-    }
-  } else {
-    for (int j = t; j < ncache; j += BLOCK) m = fmaxf(m, cache[j]);
-    const float mL = m * L2E;
-    for (int j = t; j < ncache; j += BLOCK) s += exp2f(fmaf(cache[j], L2E, -mL));
-    for (int j = ncache + t; j < n; j += BLOCK) {
-      const float q = __ldg(xs + j);
-      const float mn = fmaxf(m, q);
-      s = s * exp2f((m - mn) * L2E) + exp2f((q - mn) * L2E);
-      m = mn;
-    }
-  }
-  block_ms(m, s, red);
-  if (t == 0) { xch[0] = m; xch[1] = s; }
-  // 3. Exchange the CTAs' pairs through distributed shared memory.
+template <int N>
+__device__ __forceinline__ void cp_async_wait_group() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory"); }
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+
+// Exchange this CTA's (m, s) with the cluster and merge all CL pairs in rank order.
+__device__ __forceinline__ void cluster_merge(float& m, float& s, float* xch, float* all_ms) {
+  if (threadIdx.x == 0) { xch[0] = m; xch[1] = s; }
   cluster_sync();
-  if (t < CL) {
-    all_ms[2 * t] = ld_cluster(xch, t);
-    all_ms[2 * t + 1] = ld_cluster(xch + 1, t);
+  if (threadIdx.x < CL) {
+    all_ms[2 * threadIdx.x] = ld_cluster(xch, threadIdx.x);
+    all_ms[2 * threadIdx.x + 1] = ld_cluster(xch + 1, threadIdx.x);
   }
   __syncthreads();
   m = all_ms[0];
   s = all_ms[1];
 #pragma unroll
   for (int r = 1; r < CL; ++r) ms_merge(m, s, all_ms[2 * r], all_ms[2 * r + 1]);
-  const float mL = m * L2E, inv = 1.0f / s;
-  // 4. Write the slice.
-  if (V == 4) {
-    const int nc4 = ncache >> 2;
-    float4* y4 = reinterpret_cast<float4*>(ys);
-    for (int j = t; j < nc4; j += BLOCK) {
-      const float4 q = reinterpret_cast<const float4*>(cache)[j];
-      __stcs(y4 + j, make_float4(exp2f(fmaf(q.x, L2E, -mL)) * inv, exp2f(fmaf(q.y, L2E, -mL)) * inv,
-                                 exp2f(fmaf(q.z, L2E, -mL)) * inv, exp2f(fmaf(q.w, L2E, -mL)) * inv));
-    }
-    const float4* x4 = reinterpret_cast<const float4*>(xs);
-#pragma unroll 4
-    for (int j = nc4 + t; j < (n >> 2); j += BLOCK) {
-      const float4 q = __ldcs(x4 + j);
-      __stcs(y4 + j, make_float4(exp2f(fmaf(q.x, L2E, -mL)) * inv, exp2f(fmaf(q.y, L2E, -mL)) * inv,
-                                 exp2f(fmaf(q.z, L2E, -mL)) * inv, exp2f(fmaf(q.w, L2E, -mL)) * inv));
-    }
-  } else {
-    for (int j = t; j < ncache; j += BLOCK) __stcs(ys + j, exp2f(fmaf(cache[j], L2E, -mL)) * inv);
-    for (int j = ncache + t; j < n; j += BLOCK) __stcs(ys + j, exp2f(fmaf(__ldcs(xs + j), L2E, -mL)) * inv);
+}
+
+// Group G of the thread's cached float4s, once its cp.async group has landed (groups complete in
+// commit order, so waiting until at most NG-1-G are pending is enough); recursion keeps G and the
+// mg[] index compile-time.
+template <int G>
+__device__ __forceinline__ void reduce_groups(float4* c4, int t, int ni, int per, float& m, float& s, float (&mg)[NG]) {
+  cp_async_wait_group<NG - 1 - G>();
+  const int i0 = G * per, i1 = min(ni, (G + 1) * per);
+  float gm = NEG_BIG;
+  for (int i = i0; i < i1; ++i) {
+    const float4 q = c4[t + i * BLOCK];
+    gm = fmaxf(gm, fmaxf(fmaxf(q.x, q.y), fmaxf(q.z, q.w)));
   }
-  // 5. Keep this CTA's xch alive until every CTA of the cluster has read it.
+  const float mn = fmaxf(m, gm);
+  s *= exp2f((m - mn) * L2E);
+  m = mn;
+  mg[G] = m;
+  const float mL = m * L2E;
+  for (int i = i0; i < i1; ++i) {
+    float4 q = c4[t + i * BLOCK];
+    q.x = exp2f(fmaf(q.x, L2E, -mL));
+    q.y = exp2f(fmaf(q.y, L2E, -mL));
+    q.z = exp2f(fmaf(q.z, L2E, -mL));
+    q.w = exp2f(fmaf(q.w, L2E, -mL));
+    s += (q.x + q.y) + (q.z + q.w);
+    c4[t + i * BLOCK] = q;
+  }
+  if constexpr (G + 1 < NG) reduce_groups<G + 1>(c4, t, ni, per, m, s, mg);
+}
+
+// Aligned slice (C % 4 == 0). The thread's cached float4s (j = t + i*BLOCK) are copied in NG
+// cp.async groups; group g is reduced as soon as it lands, while later groups are still in flight:
+// its max updates the thread's running (m, s), its values are replaced in shared memory by
+// exp(x - m_g) (one exponential per element), and m_g is kept so that the final write is
+// e * exp(m_g - M) / S with no second exponential.
+__device__ __forceinline__ void slice_vec(const float* __restrict__ xs, float* __restrict__ ys, int n, int ncache,
+                                          float* cache, float* red, float* xch, float* all_ms) {
+  const int t = threadIdx.x;
+  float4* c4 = reinterpret_cast<float4*>(cache);
+  const int nc4 = ncache >> 2;
+  const int ni = nc4 > t ? (nc4 - t + BLOCK - 1) / BLOCK : 0;  // this thread's cached float4s
+  const int per = ((nc4 + BLOCK - 1) / BLOCK + NG - 1) / NG;      // items per group (uniform)
+#pragma unroll
+  for (int g = 0; g < NG; ++g) {
+    for (int i = g * per; i < min(ni, (g + 1) * per); ++i) cp_async16(cache + 4 * (t + i * BLOCK), xs + 4 * (t + i * BLOCK));
+    cp_async_commit();
+  }
+  float m = NEG_BIG, s = 0.f, mg[NG];
+  reduce_groups<0>(c4, t, ni, per, m, s, mg);
+  // The uncached remainder of the slice, streamed with an online update.
+  const float4* x4 = reinterpret_cast<const float4*>(xs);
+#pragma unroll 4
+  for (int j = nc4 + t; j < (n >> 2); j += BLOCK) {
+    const float4 q = __ldg(x4 + j);
+    const float mn = fmaxf(m, fmaxf(fmaxf(q.x, q.y), fmaxf(q.z, q.w)));
+    const float mL2 = mn * L2E;
+    s = s * exp2f((m - mn) * L2E) + exp2f(fmaf(q.x, L2E, -mL2)) + exp2f(fmaf(q.y, L2E, -mL2)) +
+        exp2f(fmaf(q.z, L2E, -mL2)) + exp2f(fmaf(q.w, L2E, -mL2));
+    m = mn;
+  }
+  block_ms(m, s, red);
+  cluster_merge(m, s, xch, all_ms);
+  const float inv = 1.0f / s, mL = m * L2E;
+  float4* y4 = reinterpret_cast<float4*>(ys);
+#pragma unroll
+  for (int g = 0; g < NG; ++g) {
+    const float f = exp2f((mg[g] - m) * L2E) * inv;
+    for (int i = g * per; i < min(ni, (g + 1) * per); ++i) {
+      const float4 e = c4[t + i * BLOCK];
+      __stcs(y4 + t + i * BLOCK, make_float4(e.x * f, e.y * f, e.z * f, e.w * f));
+    }
+  }
+#pragma unroll 4
+  for (int j = nc4 + t; j < (n >> 2); j += BLOCK) {
+    const float4 q = __ldcs(x4 + j);
+    __stcs(y4 + j, make_float4(exp2f(fmaf(q.x, L2E, -mL)) * inv, exp2f(fmaf(q.y, L2E, -mL)) * inv,
+                               exp2f(fmaf(q.z, L2E, -mL)) * inv, exp2f(fmaf(q.w, L2E, -mL)) * inv));
+  }
+  cluster_sync();  // keep this CTA's xch alive until every CTA of the cluster has read it
+}
+
+// Unaligned slice (C % 4 != 0): scalar loads, two exponentials per element; correctness path.
+__device__ __forceinline__ void slice_scalar(const float* __restrict__ xs, float* __restrict__ ys, int n, int ncache,
+                                             float* cache, float* red, float* xch, float* all_ms) {
+  const int t = threadIdx.x;
+  for (int j = t; j < ncache; j += BLOCK) cache[j] = __ldcs(xs + j);
+  float m = NEG_BIG, s = 0.f;
+  for (int j = t; j < ncache; j += BLOCK) m = fmaxf(m, cache[j]);
+  const float mL0 = m * L2E;
+  for (int j = t; j < ncache; j += BLOCK) s += exp2f(fmaf(cache[j], L2E, -mL0));
+  for (int j = ncache + t; j < n; j += BLOCK) {
+    const float q = __ldg(xs + j);
+    const float mn = fmaxf(m, q);
+    s = s * exp2f((m - mn) * L2E) + exp2f((q - mn) * L2E);
+    m = mn;
+  }
+  block_ms(m, s, red);
+  cluster_merge(m, s, xch, all_ms);
+  const float mL = m * L2E, inv = 1.0f / s;
+  for (int j = t; j < ncache; j += BLOCK) __stcs(ys + j, exp2f(fmaf(cache[j], L2E, -mL)) * inv);
+  for (int j = ncache + t; j < n; j += BLOCK) __stcs(ys + j, exp2f(fmaf(__ldcs(xs + j), L2E, -mL)) * inv);
   cluster_sync();
 }
 
-extern "C" __global__ void __launch_bounds__(BLOCK)
+extern "C" __global__ void __launch_bounds__(BLOCK, 1)
 softmax_cluster_row(const float* __restrict__ x, float* __restrict__ y, long long R, long long C) {
   extern __shared__ float4 cache4[];
   __shared__ float red[2 * NW + 2];
@@ -169,6 +207,6 @@ softmax_cluster_row(const float* __restrict__ x, float* __restrict__ y, long lon
   const int ncache = min(n, (int)(dyn / 16) * 4);
   const float* xs = x + row * C + beg;
   float* ys = y + row * C + beg;
-  if ((C & 3) == 0) slice_softmax<4>(xs, ys, n, ncache, reinterpret_cast<float*>(cache4), red, xch, all_ms);
-  else slice_softmax<1>(xs, ys, n, ncache, reinterpret_cast<float*>(cache4), red, xch, all_ms);
+  if ((C & 3) == 0) slice_vec(xs, ys, n, ncache, reinterpret_cast<float*>(cache4), red, xch, all_ms);
+  else slice_scalar(xs, ys, n, ncache, reinterpret_cast<float*>(cache4), red, xch, all_ms);
 }
