@@ -10,7 +10,9 @@
 #include <exception>
 #include <filesystem>
 #include <iostream>
+#include <kernelbrain/evaluate/host.hpp>
 #include <kernelbrain/io/journal.hpp>
+#include <kernelbrain/io/problem_loader.hpp>
 #include <kernelbrain/search.hpp>
 #include <kernelbrain/strategies/all.hpp>
 #include <map>
@@ -34,7 +36,8 @@ Usage:
   kernelbrain --help
 
 tune options:
-  --backend <name>     where candidates run: synthetic (default; a simulated cost landscape)
+  --backend <name>     where candidates run: host (C++ on this CPU, in isolated worker processes),
+                       synthetic (a simulated cost landscape); default: the problem's own backend
   --strategy <name>    search strategy (default: default); see `kernelbrain list-strategies`.
                        Options follow a colon: --strategy sha:eta=4,bracket_size=27
   --budget <amount>    how much to spend: 120s, 2m or 1h of (simulated) device time,
@@ -46,9 +49,13 @@ tune options:
   --progress           always draw the progress line on stderr
   --no-progress        never draw it (default: draw it when stderr is a terminal)
 
-Problems for the synthetic backend: synthetic, or synthetic:<landscape seed> (default 7).
+Problems: a problem directory (holding problem.json), the name of a built-in problem
+(softmax, rmsnorm, matvec: the host versions in examples/problems/), or for the synthetic
+backend synthetic / synthetic:<landscape seed> (default 7).
 
 Examples:
+  kernelbrain tune softmax --budget 60evals
+  kernelbrain tune examples/problems/matvec --budget 2m --journal matvec.jsonl
   kernelbrain tune synthetic --budget 300evals --journal run.jsonl
   kernelbrain tune synthetic --budget 300evals --journal run.jsonl --resume   # after a kill
 )";
@@ -100,7 +107,7 @@ strategy_spec parse_strategy(std::string const& text) {
 
 struct tune_options {
   std::string problem;
-  std::string backend = "synthetic";
+  std::string backend;  ///< empty: the problem's own
   std::string strategy = "default";
   budget limits;
   std::string budget_text;
@@ -320,10 +327,10 @@ std::string fixed(double v, int digits) {
   return buf;
 }
 
-void print_summary(tune_options const& o, std::string const& strategy, std::string const& problem_name,
+void print_summary(tune_options const& o, std::string const& backend, std::string const& strategy, std::string const& problem_name,
                    search_result const& r, progress_line const& progress, std::span<rung const> rungs,
                    jsonl_journal const* journal) {
-  std::printf("kernelbrain tune %s (backend %s)\n", problem_name.c_str(), o.backend.c_str());
+  std::printf("kernelbrain tune %s (backend %s)\n", problem_name.c_str(), backend.c_str());
   row("strategy", strategy);
   row("seed", std::to_string(o.seed));
   row("budget", o.budget_text);
@@ -359,18 +366,79 @@ void print_summary(tune_options const& o, std::string const& strategy, std::stri
 
 // ---- commands ------------------------------------------------------------------------------------------
 
+/// A problem directory: the argument itself, or a built-in problem's directory.
+std::filesystem::path problem_directory(std::string const& spec) {
+  namespace fs = std::filesystem;
+  if (fs::is_directory(spec) || fs::is_regular_file(spec)) return spec;
+  std::vector<fs::path> roots;
+  if (char const* env = std::getenv("KERNELBRAIN_PROBLEMS")) roots.emplace_back(env);
+  std::error_code ec;
+  if (auto self = fs::read_symlink("/proc/self/exe", ec); !ec)
+    roots.push_back(self.parent_path().parent_path() / "share" / "kernelbrain" / "problems");  // installed
+#ifdef KERNELBRAIN_PROBLEMS_DIR
+  roots.emplace_back(KERNELBRAIN_PROBLEMS_DIR);  // the source tree this CLI was built from
+#endif
+  for (auto const& r : roots)
+    if (fs::is_directory(r / spec)) return r / spec;
+  std::string known;
+  for (auto const& r : roots)
+    if (fs::is_directory(r))
+      for (auto const& e : fs::directory_iterator(r))
+        if (fs::exists(e.path() / "problem.json")) known += (known.empty() ? "" : ", ") + e.path().filename().string();
+  throw usage_error("problem '" + spec + "' is neither a directory nor a built-in problem" +
+                    (known.empty() ? std::string(" (no built-in problems found; set KERNELBRAIN_PROBLEMS)")
+                                   : " (built-in: " + known + ", synthetic)"));
+}
+
+/// Per-shape times of the incumbent against the reference, at the incumbent's best rung.
+void print_shapes(problem const& p, search_result const& r) {
+  if (!r.best) return;
+  auto const& m = r.best->results[r.best_rung];
+  if (!m) return;
+  std::printf("\n  %-14s %14s %14s %9s %12s\n", "shape", "reference", "best", "speedup", "% of floor");
+  for (auto const& t : m->timings) {
+    auto const& sh = p.shapes[t.shape];
+    const double ref = r.reference.seconds[t.shape], best = t.stats.median;
+    const double floor = p.machine.floor_seconds(sh);
+    std::printf("  %-14s %11.3f ms %11.3f ms %8.2fx %11s\n", sh.name.c_str(), ref * 1e3, best * 1e3, ref / best,
+                floor > 0 ? (fixed(100.0 * floor / best, 1) + "%").c_str() : "-");
+  }
+  std::fflush(stdout);
+}
+
 int tune(tune_options const& o) {
-  if (o.backend != "synthetic")
-    throw usage_error("unknown backend '" + o.backend + "': this build has synthetic: use --backend synthetic");
-  const synthetic_config cfg = synthetic_problem(o.problem);
-  const std::string problem_name = "synthetic:" + std::to_string(cfg.landscape_seed);
-  const synthetic_landscape land(cfg);
-  synthetic_evaluator synthetic(land);
-  slowed_evaluator slowed(synthetic, std::chrono::milliseconds(o.slow_eval_ms));
-  evaluator& ev = o.slow_eval_ms > 0 ? static_cast<evaluator&>(slowed) : synthetic;
+  const bool synthetic_problem_name = o.problem == "synthetic" || o.problem.starts_with("synthetic:");
+  std::optional<synthetic_landscape> land;
+  std::optional<problem> loaded;
+  if (synthetic_problem_name) {
+    land.emplace(synthetic_problem(o.problem));
+  } else {
+    loaded = load_problem(problem_directory(o.problem));
+  }
+  problem const& prob = land ? land->get_problem() : *loaded;
+  const std::string backend = !o.backend.empty() ? o.backend : land ? "synthetic" : prob.backend;
+  const std::string problem_name = land ? "synthetic:" + std::to_string(land->config().landscape_seed) : prob.name;
+
+  std::unique_ptr<evaluator> backend_ev;
+  if (backend == "synthetic") {
+    if (!land)
+      throw usage_error("the synthetic backend tunes 'synthetic' or 'synthetic:<landscape seed>', not '" + o.problem +
+                        "': use --backend " + prob.backend);
+    backend_ev = std::make_unique<synthetic_evaluator>(*land);
+  } else if (backend == "host") {
+    if (land) throw usage_error("the host backend needs a problem directory, not '" + o.problem + "'");
+    if (prob.backend != "host")
+      throw usage_error("problem '" + prob.name + "' is written for the " + prob.backend +
+                        " backend, not host: use --backend " + prob.backend);
+    backend_ev = std::make_unique<host_evaluator>(prob);
+  } else {
+    throw usage_error("unknown backend '" + backend + "': this build has host and synthetic");
+  }
+  slowed_evaluator slowed(*backend_ev, std::chrono::milliseconds(o.slow_eval_ms));
+  evaluator& ev = o.slow_eval_ms > 0 ? static_cast<evaluator&>(slowed) : *backend_ev;
 
   const auto strategy = parse_strategy(o.strategy);
-  any_policies pol = registry().make(strategy.name, land.get_problem(), strategy.options);
+  any_policies pol = registry().make(strategy.name, prob, strategy.options);
   const auto rungs = pol.ladder.rungs();
   const std::vector<rung> ladder(rungs.begin(), rungs.end());
   const run_header header{problem_name, strategy.canonical(), o.seed, ev.fingerprint(), ladder_digest(ladder)};
@@ -401,14 +469,15 @@ int tune(tune_options const& o) {
 
   search_result r;
   try {
-    r = search(land.get_problem(), std::move(pol), ev, so);
+    r = search(prob, std::move(pol), ev, so);
   } catch (...) {
     progress.finish();
     throw;
   }
   progress.finish();
   if (journal) journal->throw_if_failed();
-  print_summary(o, strategy.canonical(), problem_name, r, progress, ladder, journal ? &*journal : nullptr);
+  print_summary(o, backend, strategy.canonical(), problem_name, r, progress, ladder, journal ? &*journal : nullptr);
+  print_shapes(prob, r);
   return 0;
 }
 

@@ -9,7 +9,7 @@
 // Exit status is non-zero on any compile error, spill above the problem's limit, more than 255
 // registers, a launch-plan expression that fails, or a limit broken.
 //
-// Build: g++ -std=c++20 -O2 -I/usr/local/cuda/include -I/work/main/include tools/nvrtc_check.cpp \
+// Build: g++ -std=c++20 -O2 -I/usr/local/cuda/include -I/work/main/include tools/nvrtc_check.cpp
 //            -L/usr/local/cuda/lib64 -lnvrtc -o /tmp/nvrtc_check
 // Run:   /tmp/nvrtc_check [--samples N] [--seed S] [--only SUBSTR] [--jobs J] [--quiet] DIR...
 #include <boost/json/src.hpp>

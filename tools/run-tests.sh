@@ -5,4 +5,5 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 label_filter=(-LE gpu)
 if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then label_filter=(); fi
-ctest --test-dir "$BUILD_DIR" "${label_filter[@]}" --output-on-failure -j "$(nproc)" "$@"
+# Serial: several tests time real code, and parallel tests on a small machine would disturb them.
+ctest --test-dir "$BUILD_DIR" "${label_filter[@]}" --output-on-failure "$@"
