@@ -796,6 +796,41 @@ TEST_CASE("cli: a run killed with SIGKILL and resumed ends exactly like an unint
   CHECK(lines_of_type(killed_journal, "event") == a.events.size());
 }
 
+TEST_CASE("cli: a host-backend search killed with SIGKILL resumes without re-evaluating anything") {
+  temp_dir dir("cli_host_resume");
+  const auto journal = dir / "host.jsonl";
+  const std::vector<std::string> args{"tune",   "softmax", "--backend", "host", "--budget", "14evals", "--seed", "3",
+                                      "--journal", journal.string(), "--no-progress"};
+  const pid_t pid = spawn_cli(args, dir / "k.out", dir / "k.err");
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  bool exited_early = false;
+  while (lines_of_type(journal, "outcome") < 5) {
+    int status = 0;
+    if (::waitpid(pid, &status, WNOHANG) == pid) { exited_early = true; break; }
+    REQUIRE_MESSAGE(std::chrono::steady_clock::now() < deadline, "no 5 outcomes within 120 s: ", slurp(dir / "k.err"));
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  REQUIRE_MESSAGE(!exited_early, "the host run finished before it could be killed: ", slurp(dir / "k.err"));
+  REQUIRE(::kill(pid, SIGKILL) == 0);
+  int status = 0;
+  REQUIRE(::waitpid(pid, &status, 0) == pid);
+  REQUIRE(WIFSIGNALED(status));
+
+  const auto at_kill = read_journal(journal);
+  REQUIRE(at_kill.outcomes.size() >= 5);
+  auto resume_args = args;
+  resume_args.push_back("--resume");
+  const auto resumed = run_cli(resume_args, dir);
+  REQUIRE_MESSAGE(resumed.exit_code == 0, resumed.err);
+  CHECK(summary(resumed.out, "evaluations") == "14");
+  CHECK(summary(resumed.out, "cache hits") == std::to_string(at_kill.outcomes.size()));
+  const auto after = read_journal(journal);
+  CHECK(after.outcomes.size() == 14);  // 14 evaluations, each measured exactly once across both runs
+  for (auto const& [key, n] : outcome_counts(after)) CHECK_MESSAGE(n == 1, "evaluated twice: ", key.first, "@", key.second);
+  // What was measured before the kill is kept as it was.
+  for (std::size_t i = 0; i < at_kill.outcomes.size(); ++i) check_same(at_kill.outcomes[i], after.outcomes[i]);
+}
+
 TEST_CASE("cli: mistakes exit with code 2 and a message naming the argument") {
   temp_dir dir("cli_errors");
   auto expect = [&](std::vector<std::string> args, std::string const& needle) {

@@ -44,6 +44,7 @@ struct tensor_spec {
   std::string name;
   std::string size;                    ///< e.g. "R * C"
   std::string distribution = "normal"; ///< inputs: normal | uniform | positive (fresh values every trial)
+  std::string dtype = "f32";           ///< element type: f32, or f16 (CUDA problems; raw 16-bit patterns)
 };
 
 /// A parameterised kernel: source text with ${NAME} placeholders, and the parameters it takes.
@@ -73,6 +74,11 @@ struct problem {
   std::vector<tensor_spec> outputs;      ///< kernel outputs, in argument order
   std::vector<std::string> dim_order;    ///< the order dims are passed to the kernel
   std::string reference_source;          ///< trusted reference implementation (backend language)
+  std::string reference_launch;          ///< the reference's launch plan as JSON text (CUDA); "" for host
+  std::string description;               ///< prose for people and LLM prompts
+  /// Backend settings from the problem file: "precision" (fp32, tf32, 3xtf32, fp16),
+  /// "nvrtc_check.max_spill_bytes", "nvrtc_check.max_registers".
+  std::map<std::string, std::string> options;
   std::string backend;                   ///< "synthetic", "host", "cuda": which evaluator runs it
   std::string directory;                 ///< where it was loaded from ("" when built in code)
 

@@ -350,9 +350,9 @@ inline std::vector<tensor_spec> tensors(reader const& r, json::object const& top
     const auto at = element(where, i);
     auto const& o = r.object(arr[i], at);
     if (inputs)
-      r.only(o, at, {"name", "size", "distribution"});
+      r.only(o, at, {"name", "size", "distribution", "dtype"});
     else
-      r.only(o, at, {"name", "size"});
+      r.only(o, at, {"name", "size", "dtype"});
     tensor_spec t;
     t.name = r.identifier(r.required(o, at, "name"), member(at, "name"));
     if (std::find(taken.begin(), taken.end(), t.name) != taken.end())
@@ -360,6 +360,10 @@ inline std::vector<tensor_spec> tensors(reader const& r, json::object const& top
     taken.push_back(t.name);
     t.size = r.string(r.required(o, at, "size"), member(at, "size"));
     r.check_expression(t.size, member(at, "size"), dim_names, "the dims are");
+    if (auto const* d = reader::optional(o, "dtype")) {
+      t.dtype = r.string(*d, member(at, "dtype"));
+      if (t.dtype != "f32" && t.dtype != "f16") r.fail(member(at, "dtype"), "'" + t.dtype + "' is not one of f32, f16");
+    }
     if (inputs) {
       if (auto const* d = reader::optional(o, "distribution")) {
         t.distribution = r.string(*d, member(at, "distribution"));
@@ -560,10 +564,9 @@ inline problem parse(reader const& r, json::value const& doc) {
   auto const& top = doc.get_object();
   r.only(top, "",
          {"name", "backend", "signature", "description", "dims", "inputs", "outputs", "shapes", "tolerance", "cost",
-          "machine", "reference", "seed", "catalogue"});
-  // "description" is for people reading the file; the problem struct has no field for it.
-  if (auto const* d = reader::optional(top, "description")) (void)r.string(*d, "description", true);
+          "machine", "reference", "seed", "catalogue", "precision", "nvrtc_check"});
   problem p;
+  if (auto const* d = reader::optional(top, "description")) p.description = r.string(*d, "description", true);
   p.name = r.string(r.required(top, "", "name"), "name");
   p.backend = r.string(r.required(top, "", "backend"), "backend");
   if (std::find(problem_backends.begin(), problem_backends.end(), p.backend) == problem_backends.end()) {
@@ -592,7 +595,35 @@ inline problem parse(reader const& r, json::value const& doc) {
       p.machine.flops_per_second = r.non_negative(*f, "machine.flops_per_second");
   }
 
-  p.reference_source = r.file(r.required(top, "", "reference"), "reference");
+  if (auto const* pr = reader::optional(top, "precision")) {
+    const auto v = r.string(*pr, "precision");
+    if (v != "fp32" && v != "tf32" && v != "3xtf32" && v != "fp16")
+      r.fail("precision", "'" + v + "' is not one of fp32, tf32, 3xtf32, fp16");
+    p.options["precision"] = v;
+  }
+  if (auto const* nc = reader::optional(top, "nvrtc_check")) {
+    auto const& no = r.object(*nc, "nvrtc_check");
+    r.only(no, "nvrtc_check", {"max_spill_bytes", "max_registers"});
+    for (char const* k : {"max_spill_bytes", "max_registers"})
+      if (auto const* v = reader::optional(no, k))
+        p.options[std::string("nvrtc_check.") + k] = std::to_string(r.integer(*v, member("nvrtc_check", k)));
+  }
+  {
+    auto const& rv = r.required(top, "", "reference");
+    if (rv.is_object()) {
+      // CUDA: {"source": file, "launch": launch plan (no parameters)}.
+      auto const& ro = rv.get_object();
+      r.only(ro, "reference", {"source", "launch"});
+      p.reference_source = r.file(r.required(ro, "reference", "source"), "reference.source");
+      auto const& lv = r.required(ro, "reference", "launch");
+      if (!lv.is_object()) r.fail("reference.launch", "expected an object (a launch plan), found " + std::string(kind_name(lv)));
+      p.reference_launch = json::serialize(lv);
+      if (!placeholders(p.reference_launch).empty())
+        r.fail("reference.launch", "a reference launch plan takes no ${PARAM} placeholders");
+    } else {
+      p.reference_source = r.file(rv, "reference");
+    }
+  }
   if (auto const* s = reader::optional(top, "seed")) p.seed_source = r.file(*s, "seed");
 
   if (auto const* c = reader::optional(top, "catalogue")) {
