@@ -1,0 +1,15 @@
+# Installs this build into a scratch prefix, then configures, builds and runs tests/package_consumer
+# against it with find_package(kernelbrain). Fails on any step.
+set(prefix ${WORK}/prefix)
+file(REMOVE_RECURSE ${WORK})
+function(step)
+  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "step failed (${rc}): ${ARGN}\n${out}${err}")
+  endif()
+  message("${out}")
+endfunction()
+step(${CMAKE_COMMAND} --install ${BUILD} --prefix ${prefix})
+step(${CMAKE_COMMAND} -S ${SRC} -B ${WORK}/consumer -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_BUILD_TYPE=Release)
+step(${CMAKE_COMMAND} --build ${WORK}/consumer)
+step(${WORK}/consumer/consumer)

@@ -1,0 +1,80 @@
+// The CUDA problems in examples/cuda_problems/ load with the same strict loader as the host ones:
+// CUDA fields (precision, nvrtc_check, dtype, reference {source, launch}, structured launch plans)
+// are accepted and kept, and a misspelt CUDA field is still an error. No GPU and no CUDA needed.
+#include <doctest/doctest.h>
+
+#include <boost/json/parse.hpp>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <kernelbrain/core/error.hpp>
+#include <kernelbrain/io/problem_loader.hpp>
+
+namespace fs = std::filesystem;
+using namespace kernelbrain;
+
+TEST_CASE("every CUDA problem in examples/cuda_problems loads") {
+  const fs::path root = fs::path(KB_SOURCE_DIR) / "examples" / "cuda_problems";
+  int n = 0;
+  for (auto const& e : fs::directory_iterator(root)) {
+    if (!fs::exists(e.path() / "problem.json")) continue;
+    CAPTURE(e.path().string());
+    problem p;
+    REQUIRE_NOTHROW(p = load_problem(e.path()));
+    CHECK(p.backend == "cuda");
+    CHECK(!p.reference_source.empty());
+    CHECK(!p.reference_launch.empty());
+    CHECK(!p.description.empty());
+    CHECK(p.options.count("nvrtc_check.max_spill_bytes") == 1);
+    CHECK(boost::json::parse(p.reference_launch).is_object());
+    for (auto const& t : p.inputs) CHECK((t.dtype == "f32" || t.dtype == "f16"));
+    int templated = 0;
+    for (auto const& h : p.catalogue)
+      if (h.templ && !h.templ->source.empty()) {
+        ++templated;
+        CHECK(h.templ->launch.find("\"launches\"") != std::string::npos);
+      }
+    CHECK(templated > 0);
+    ++n;
+  }
+  CHECK(n >= 10);
+  const auto fp16 = load_problem(root / "sdpa_fp16");
+  CHECK(fp16.options.at("precision") == "fp16");
+  CHECK(fp16.inputs.front().dtype == "f16");
+}
+
+TEST_CASE("CUDA problem fields keep the loader strict") {
+  const fs::path src = fs::path(KB_SOURCE_DIR) / "examples" / "cuda_problems" / "softmax";
+  const fs::path dir = fs::temp_directory_path() / ("kb_cuda_problem_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::copy(src, dir, fs::copy_options::recursive);
+  std::string text;
+  {
+    std::ifstream in(dir / "problem.json");
+    std::stringstream ss;
+    ss << in.rdbuf();
+    text = ss.str();
+  }
+  auto with = [&](std::string const& from, std::string const& to) {
+    auto t = text;
+    const auto at = t.find(from);
+    REQUIRE(at != std::string::npos);
+    t.replace(at, from.size(), to);
+    std::ofstream(dir / "problem.json") << t;
+    std::string msg;
+    try {
+      (void)load_problem(dir);
+    } catch (error const& e) {
+      msg = e.what();
+    }
+    return msg;
+  };
+  CHECK(with("\"nvrtc_check\": {", "\"nvrtc_check\": {\"max_spills\": 1, ").find("unknown field 'max_spills'") !=
+        std::string::npos);
+  CHECK(with("\"dtype\": \"f32\"", "\"dtype\": \"f64\"").find("not one of f32, f16") != std::string::npos);
+  CHECK(with("\"nvrtc_check\"", "\"nvrtc_chek\"").find("did you mean 'nvrtc_check'") != std::string::npos);
+  fs::remove_all(dir);
+}
