@@ -10,6 +10,11 @@
 #include <exception>
 #include <filesystem>
 #include <iostream>
+#include <boost/json/parse.hpp>
+#include <boost/json/serialize.hpp>
+#include <boost/json/value.hpp>
+#include <fstream>
+#include <kernelbrain/evaluate/cuda.hpp>
 #include <kernelbrain/evaluate/host.hpp>
 #include <kernelbrain/io/journal.hpp>
 #include <kernelbrain/io/problem_loader.hpp>
@@ -36,8 +41,9 @@ Usage:
   kernelbrain --help
 
 tune options:
-  --backend <name>     where candidates run: host (C++ on this CPU, in isolated worker processes),
-                       synthetic (a simulated cost landscape); default: the problem's own backend
+  --backend <name>     where candidates run: cuda (NVRTC + the driver API, in a worker process per
+                       GPU), host (C++ on this CPU, in isolated worker processes), synthetic (a
+                       simulated cost landscape); default: the problem's own backend
   --strategy <name>    search strategy (default: default); see `kernelbrain list-strategies`.
                        Options follow a colon: --strategy sha:eta=4,bracket_size=27
   --budget <amount>    how much to spend: 120s, 2m or 1h of (simulated) device time,
@@ -46,11 +52,15 @@ tune options:
   --journal <file>     write an append-only JSONL journal of the run to <file>
   --resume             continue the run recorded in --journal <file>; finished evaluations
                        are not repeated and the result equals an uninterrupted run's
+  --wall <seconds>     also stop after this much wall-clock time
+  --best-out <file>    write the best candidate (source, launch plan, params, family, problem
+                       directory) as JSON, the format bench/side_by_side.py --kernels reads
   --progress           always draw the progress line on stderr
   --no-progress        never draw it (default: draw it when stderr is a terminal)
 
 Problems: a problem directory (holding problem.json), the name of a built-in problem
-(softmax, rmsnorm, matvec: the host versions in examples/problems/), or for the synthetic
+(softmax, rmsnorm, matvec: the host versions in examples/problems/; with --backend cuda, or for
+names only the CUDA set has, the CUDA problems in examples/cuda_problems/), or for the synthetic
 backend synthetic / synthetic:<landscape seed> (default 7).
 
 Examples:
@@ -116,6 +126,7 @@ struct tune_options {
   std::uint64_t seed = 1;
   std::optional<bool> progress;  ///< unset: draw when stderr is a terminal
   unsigned slow_eval_ms = 0;     ///< test hook, see slowed_evaluator
+  std::optional<std::filesystem::path> best_out;
 };
 
 std::uint64_t parse_count(std::string_view option, std::string_view text, std::string_view example) {
@@ -203,6 +214,16 @@ tune_options parse_tune(std::vector<std::string_view> const& args) {
       const auto v = value();
       if (v.empty()) throw usage_error("--journal needs a file name");
       o.journal = std::filesystem::path(std::string(v));
+    } else if (name == "--best-out") {
+      const auto v = value();
+      if (v.empty()) throw usage_error("--best-out needs a file name");
+      o.best_out = std::filesystem::path(std::string(v));
+    } else if (name == "--wall") {
+      const std::string v(value());
+      char* end = nullptr;
+      const double w = std::strtod(v.c_str(), &end);
+      if (!end || *end || !(w > 0)) throw usage_error("--wall '" + v + "': give a positive number of seconds");
+      o.limits.wall_seconds = w;
     } else if (name == "--resume") {
       flag();
       o.resume = true;
@@ -367,10 +388,18 @@ void print_summary(tune_options const& o, std::string const& backend, std::strin
 // ---- commands ------------------------------------------------------------------------------------------
 
 /// A problem directory: the argument itself, or a built-in problem's directory.
-std::filesystem::path problem_directory(std::string const& spec) {
+std::filesystem::path problem_directory(std::string const& spec, std::string const& backend) {
   namespace fs = std::filesystem;
   if (fs::is_directory(spec) || fs::is_regular_file(spec)) return spec;
   std::vector<fs::path> roots;
+  std::vector<fs::path> cuda_roots;
+  if (char const* env = std::getenv("KERNELBRAIN_CUDA_PROBLEMS")) cuda_roots.emplace_back(env);
+#ifdef KERNELBRAIN_CUDA_PROBLEMS_DIR
+  cuda_roots.emplace_back(KERNELBRAIN_CUDA_PROBLEMS_DIR);
+#endif
+  if (backend == "cuda")
+    for (auto const& r : cuda_roots)
+      if (fs::is_directory(r / spec)) return r / spec;
   if (char const* env = std::getenv("KERNELBRAIN_PROBLEMS")) roots.emplace_back(env);
   std::error_code ec;
   if (auto self = fs::read_symlink("/proc/self/exe", ec); !ec)
@@ -380,6 +409,9 @@ std::filesystem::path problem_directory(std::string const& spec) {
 #endif
   for (auto const& r : roots)
     if (fs::is_directory(r / spec)) return r / spec;
+  for (auto const& r : cuda_roots)
+    if (fs::is_directory(r / spec)) return r / spec;
+  roots.insert(roots.end(), cuda_roots.begin(), cuda_roots.end());
   std::string known;
   for (auto const& r : roots)
     if (fs::is_directory(r))
@@ -406,6 +438,38 @@ void print_shapes(problem const& p, search_result const& r) {
   std::fflush(stdout);
 }
 
+/// The best candidate as bench/side_by_side.py --kernels reads it: {"kernels": [{...}]} (empty when
+/// none passed).
+void write_best(std::filesystem::path const& file, problem const& prob, search_result const& r) {
+  namespace json = boost::json;
+  json::array kernels;
+  if (r.best && r.best_score) {
+    auto const& c = r.best->cand;
+    json::object k;
+    k["problem_dir"] = prob.directory;
+    k["problem"] = prob.name;
+    k["family"] = c.family;
+    json::object params;
+    for (auto const& [name, v] : c.params) params[name] = v;
+    k["params"] = std::move(params);
+    k["candidate"] = c.id.str();
+    k["origin"] = c.origin;
+    k["source"] = c.source;
+    try {
+      k["launch"] = json::parse(c.launch);
+    } catch (std::exception const&) {
+      k["launch"] = c.launch;
+    }
+    k["speedup_vs_reference"] = r.best_score->speedup;
+    kernels.push_back(std::move(k));
+  }
+  json::object doc;
+  doc["kernels"] = std::move(kernels);
+  std::ofstream out(file);
+  out << json::serialize(doc) << "\n";
+  if (!out) throw error("--best-out: cannot write " + file.string());
+}
+
 int tune(tune_options const& o) {
   const bool synthetic_problem_name = o.problem == "synthetic" || o.problem.starts_with("synthetic:");
   std::optional<synthetic_landscape> land;
@@ -413,7 +477,7 @@ int tune(tune_options const& o) {
   if (synthetic_problem_name) {
     land.emplace(synthetic_problem(o.problem));
   } else {
-    loaded = load_problem(problem_directory(o.problem));
+    loaded = load_problem(problem_directory(o.problem, o.backend));
   }
   problem const& prob = land ? land->get_problem() : *loaded;
   const std::string backend = !o.backend.empty() ? o.backend : land ? "synthetic" : prob.backend;
@@ -431,8 +495,14 @@ int tune(tune_options const& o) {
       throw usage_error("problem '" + prob.name + "' is written for the " + prob.backend +
                         " backend, not host: use --backend " + prob.backend);
     backend_ev = std::make_unique<host_evaluator>(prob);
+  } else if (backend == "cuda") {
+    if (land) throw usage_error("the cuda backend needs a problem directory, not '" + o.problem + "'");
+    if (prob.backend != "cuda")
+      throw usage_error("problem '" + prob.name + "' is written for the " + prob.backend +
+                        " backend, not cuda: use --backend " + prob.backend);
+    backend_ev = std::make_unique<cuda_evaluator>(prob);
   } else {
-    throw usage_error("unknown backend '" + backend + "': this build has host and synthetic");
+    throw usage_error("unknown backend '" + backend + "': this build has cuda, host and synthetic");
   }
   slowed_evaluator slowed(*backend_ev, std::chrono::milliseconds(o.slow_eval_ms));
   evaluator& ev = o.slow_eval_ms > 0 ? static_cast<evaluator&>(slowed) : *backend_ev;
@@ -478,6 +548,7 @@ int tune(tune_options const& o) {
   if (journal) journal->throw_if_failed();
   print_summary(o, backend, strategy.canonical(), problem_name, r, progress, ladder, journal ? &*journal : nullptr);
   print_shapes(prob, r);
+  if (o.best_out) write_best(*o.best_out, prob, r);
   return 0;
 }
 

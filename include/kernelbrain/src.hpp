@@ -11,4 +11,5 @@
 #include "kernelbrain/impl/worker_process.ipp"
 #include "kernelbrain/impl/host_compiler.ipp"
 #include "kernelbrain/impl/host.ipp"
+#include "kernelbrain/impl/cuda.ipp"  // parent side only: no CUDA headers or libraries
 #endif

@@ -376,7 +376,9 @@ inline std::vector<tensor_spec> tensors(reader const& r, json::object const& top
   return out;
 }
 
-inline std::vector<shape> shapes(reader const& r, json::object const& top, std::vector<std::string> const& dim_names) {
+/// `min_dim`: 1, or 0 for CUDA problems (a dim may be a padding or an offset there).
+inline std::vector<shape> shapes(reader const& r, json::object const& top, std::vector<std::string> const& dim_names,
+                                 std::int64_t min_dim = 1) {
   auto const& arr = r.array(r.required(top, "", "shapes"), "shapes");
   if (arr.empty()) r.fail("shapes", "a problem needs at least one shape");
   std::vector<shape> out;
@@ -396,7 +398,7 @@ inline std::vector<shape> shapes(reader const& r, json::object const& top, std::
       if (std::find(dim_names.begin(), dim_names.end(), k) == dim_names.end())
         r.fail(dims_at, "unknown dim '" + k + "' (the dims are " + joined(dim_names) + ")");
       const auto v = r.integer(kv.value(), member(dims_at, k));
-      if (v < 1) r.fail(member(dims_at, k), "must be >= 1");
+      if (v < min_dim) r.fail(member(dims_at, k), "must be >= " + std::to_string(min_dim));
       s.dims[k] = v;
     }
     for (auto const& n : dim_names)
@@ -578,7 +580,7 @@ inline problem parse(reader const& r, json::value const& doc) {
   std::vector<std::string> taken;
   p.inputs = tensors(r, top, "inputs", true, p.dim_order, taken);
   p.outputs = tensors(r, top, "outputs", false, p.dim_order, taken);
-  p.shapes = shapes(r, top, p.dim_order);
+  p.shapes = shapes(r, top, p.dim_order, p.backend == "cuda" ? 0 : 1);
   evaluate_shapes(r, top, p);
 
   auto const& tol = r.object(r.required(top, "", "tolerance"), "tolerance");

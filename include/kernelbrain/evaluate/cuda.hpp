@@ -1,0 +1,70 @@
+// The CUDA backend: candidates are CUDA C++ (NVRTC, sm_90) plus a declarative launch plan. The
+// search process never creates a CUDA context: compiles run in a killable child
+// (kernelbrain-cuda-worker --compile, under a wall-clock limit, cached by content), and kernels
+// run in a serving worker (kernelbrain-cuda-worker --serve cuda) under a watchdog. A crash or sticky
+// CUDA error ends that worker (stage::crash), a hang is killed (stage::timeout), and a fresh worker
+// takes over. Linux only. Bodies: impl/cuda.ipp (no CUDA headers there).
+#pragma once
+#if !defined(__linux__)
+#error "kernelbrain/evaluate/cuda.hpp: the CUDA backend needs Linux"
+#endif
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+#include "kernelbrain/core/evaluator.hpp"
+
+namespace kernelbrain {
+
+struct cuda_options {
+  std::string worker_path;  ///< kernelbrain-cuda-worker; empty: $KERNELBRAIN_CUDA_WORKER, next to this program, the build's
+  std::string cache_dir;    ///< cubins; empty: $KERNELBRAIN_CACHE_DIR, $XDG_CACHE_HOME/kernelbrain, ~/.cache/kernelbrain
+  std::vector<std::string> nvrtc_options = {"--gpu-architecture=sm_90", "-default-device", "--std=c++17"};
+  double compile_timeout = 60;  ///< wall-clock seconds per NVRTC compile, then the compiler process is killed
+  double run_timeout = 30;      ///< seconds of worker silence (one plan run, a trial) before the watchdog kills it
+  std::uint64_t flush_bytes = 0;  ///< written before every timed sample; 0: twice the device's L2
+  int baseline_samples = 5;
+  int baseline_warmup = 1;
+  std::function<void(int pid)> on_timing_request;  ///< test hook
+};
+
+/// Static resources of one compiled entry point, from ptxas -v.
+struct cuda_kernel_resources {
+  int registers = 0, spill_stores = 0, spill_loads = 0, stack = 0, static_smem = 0;
+};
+
+class cuda_evaluator final : public evaluator {
+ public:
+  /// Validates the problem (backend "cuda", reference launch plan), finds the worker, queries the
+  /// NVRTC version and the device (in a child process) and compiles the reference.
+  explicit cuda_evaluator(problem const& p, cuda_options o = {});
+  ~cuda_evaluator() override;
+  cuda_evaluator(cuda_evaluator const&) = delete;
+  cuda_evaluator& operator=(cuda_evaluator const&) = delete;
+
+  [[nodiscard]] std::string fingerprint() const override;
+  [[nodiscard]] verdict build(candidate const& c) override;
+  [[nodiscard]] verdict check(candidate const& c, std::span<std::size_t const> shapes, int trials,
+                              std::uint64_t seed) override;
+  [[nodiscard]] measurement measure(candidate const& c, rung const& r, measure_request const& req) override;
+  [[nodiscard]] baseline measure_baseline(problem const& p) override;
+  [[nodiscard]] double take_device_seconds() override;
+
+  [[nodiscard]] std::size_t worker_starts() const;
+  [[nodiscard]] std::size_t compiles() const;
+  [[nodiscard]] std::size_t cache_hits() const;
+
+ private:
+  struct state;
+  std::unique_ptr<state> s_;
+};
+
+/// The ptxas -v resources per entry point in an NVRTC log.
+[[nodiscard]] std::vector<std::pair<std::string, cuda_kernel_resources>> parse_ptxas_log(std::string const& log);
+
+/// The worker executable (see cuda_options::worker_path). Throws kernelbrain::error naming where it looked.
+[[nodiscard]] std::string find_cuda_worker(std::string const& explicit_path = {});
+
+}  // namespace kernelbrain

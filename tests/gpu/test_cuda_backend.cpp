@@ -1,0 +1,183 @@
+// GPU tests of the CUDA backend (label "gpu"; CI has no GPU and never builds a run of these):
+// a corpus of bad kernels, each rejected at the right stage, a correct kernel that passes, and a
+// short default search on softmax that beats the reference kernel.
+#include <doctest/doctest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <kernelbrain/core/candidate.hpp>
+#include <kernelbrain/evaluate/cuda.hpp>
+#include <kernelbrain/io/problem_loader.hpp>
+
+using namespace kernelbrain;
+namespace fs = std::filesystem;
+
+namespace {
+
+problem softmax() { return load_problem(fs::path(KB_SOURCE_DIR) / "examples" / "cuda_problems" / "softmax"); }
+
+constexpr char const* row_plan =
+    R"({"launches": [{"kernel": "k", "grid": ["R", "1", "1"], "block": ["256", "1", "1"], "smem": "0", "args": ["x", "y", "R", "C"]}]})";
+
+candidate cand(std::string source, std::string launch = row_plan) {
+  auto c = make_candidate("test", parameters{}, "test", std::nullopt, std::move(source), std::move(launch));
+  c.seal();
+  return c;
+}
+
+// A correct (slow) softmax, block per row, used as the body of several bad kernels.
+std::string softmax_body(std::string const& before_write, std::string const& write, std::string const& after = "") {
+  return R"(
+extern "C" __global__ void k(float* x, float* y, long long R, long long C) {
+  __shared__ float red[256];
+  const long long r = blockIdx.x; const int t = threadIdx.x;
+  const float* xr = x + r * C; float* yr = y + r * C;
+  float m = -3.0e38f;
+  for (long long c = t; c < C; c += 256) m = fmaxf(m, xr[c]);
+  red[t] = m; __syncthreads();
+  for (int s = 128; s > 0; s >>= 1) { if (t < s) red[t] = fmaxf(red[t], red[t + s]); __syncthreads(); }
+  m = red[0]; __syncthreads();
+  float sum = 0.f;
+  for (long long c = t; c < C; c += 256) sum += expf(xr[c] - m);
+  red[t] = sum; __syncthreads();
+  for (int s = 128; s > 0; s >>= 1) { if (t < s) red[t] += red[t + s]; __syncthreads(); }
+  sum = red[0];
+  )" + before_write +
+         R"(
+  for (long long c = t; c < C; c += 256) { )" +
+         write + R"( }
+  )" + after + "\n}\n";
+}
+
+const std::size_t shapes[] = {0, 1};
+
+}  // namespace
+
+TEST_CASE("cuda backend: a bad-kernel corpus is rejected at the right stage, a correct kernel passes") {
+  const auto p = softmax();
+  cuda_options o;
+  o.run_timeout = 5;
+  o.compile_timeout = 20;
+  cuda_evaluator ev(p, o);
+  INFO(ev.fingerprint());
+
+  SUBCASE("correct") {
+    const auto v = ev.check(cand(softmax_body("", "yr[c] = expf(xr[c] - m) / sum;")), shapes, 3, 11);
+    INFO(v.detail);
+    CHECK(v.where == stage::pass);
+  }
+  SUBCASE("the reference as a candidate") {
+    const auto v = ev.check(cand(p.reference_source, p.reference_launch), shapes, 2, 12);
+    INFO(v.detail);
+    CHECK(v.where == stage::pass);
+  }
+  SUBCASE("out-of-bounds write: crash, then a fresh worker") {
+    const auto v =
+        ev.check(cand(softmax_body("", "yr[c + (1LL << 38)] = 1.f;")), shapes, 1, 13);
+    INFO(v.detail);
+    CHECK(v.where == stage::crash);
+    const auto ok = ev.check(cand(softmax_body("", "yr[c] = expf(xr[c] - m) / sum;")), shapes, 1, 14);
+    INFO(ok.detail);
+    CHECK(ok.where == stage::pass);
+  }
+  SUBCASE("infinite loop: timeout") {
+    const auto v = ev.check(
+        cand(softmax_body("for (;;) { __nanosleep(1000); if (clock64() < 0) break; }", "yr[c] = expf(xr[c] - m) / sum;")), shapes, 1, 15);
+    INFO(v.detail);
+    CHECK(v.where == stage::timeout);
+  }
+  SUBCASE("partial write: correctness") {
+    const auto v = ev.check(cand(softmax_body("", "if (c != C - 1) yr[c] = expf(xr[c] - m) / sum;")), shapes, 1, 16);
+    INFO(v.detail);
+    CHECK(v.where == stage::correctness);
+    CHECK(v.detail.find("not written") != std::string::npos);
+  }
+  SUBCASE("NaN: correctness") {
+    const auto v = ev.check(cand(softmax_body("", "yr[c] = (c == 7) ? __int_as_float(0x7fc00000) : expf(xr[c] - m) / sum;")),
+                            shapes, 1, 17);
+    INFO(v.detail);
+    CHECK(v.where == stage::correctness);
+    CHECK(v.detail.find("NaN") != std::string::npos);
+  }
+  SUBCASE("missing __syncthreads race: correctness over repeated trials") {
+    // The sum reduction reads red[] without the barriers: other warps' partial sums may be missing.
+    const std::string racy = R"(
+extern "C" __global__ void k(float* x, float* y, long long R, long long C) {
+  __shared__ float red[256];
+  const long long r = blockIdx.x; const int t = threadIdx.x;
+  const float* xr = x + r * C; float* yr = y + r * C;
+  float m = -3.0e38f;
+  for (long long c = t; c < C; c += 256) m = fmaxf(m, xr[c]);
+  red[t] = m; __syncthreads();
+  for (int s = 128; s > 0; s >>= 1) { if (t < s) red[t] = fmaxf(red[t], red[t + s]); __syncthreads(); }
+  m = red[0]; __syncthreads();
+  float sum = 0.f;
+  for (long long c = t; c < C; c += 256) sum += expf(xr[c] - m);
+  volatile float* vr = red;
+  vr[t] = sum;
+  for (int s = 128; s > 0; s >>= 1) { if (t < s) vr[t] += vr[t + s]; }
+  sum = vr[0];
+  for (long long c = t; c < C; c += 256) yr[c] = expf(xr[c] - m) / sum;
+}
+)";
+    const auto v = ev.check(cand(racy), shapes, 8, 18);
+    INFO(v.detail);
+    CHECK(v.where == stage::correctness);
+  }
+  SUBCASE("write to an input: correctness") {
+    const auto v = ev.check(cand(softmax_body("", "yr[c] = expf(xr[c] - m) / sum;",
+                                              "__syncthreads(); if (t == 0) x[r * C] = 42.f;")),
+                            shapes, 1, 19);
+    INFO(v.detail);
+    CHECK(v.where == stage::correctness);
+  }
+  SUBCASE("a kernel the plan names but the source lacks: signature") {
+    const auto v = ev.check(cand("extern \"C\" __global__ void other(float* y) { y[0] = 0; }"), shapes, 1, 20);
+    INFO(v.detail);
+    CHECK(v.where == stage::signature);
+  }
+}
+
+TEST_CASE("cuda backend: a compile that runs too long is killed") {
+  const auto p = softmax();
+  cuda_options o;
+  o.compile_timeout = 3;
+  o.cache_dir = (fs::temp_directory_path() / ("kb_gpu_test_cache_" + std::to_string(::getpid()))).string();
+  cuda_evaluator ev(p, o);
+  std::string bomb = "#define A0 v = v * 1.0001f + 0.5f;\n";
+  for (int i = 1; i <= 22; ++i)
+    bomb += "#define A" + std::to_string(i) + " A" + std::to_string(i - 1) + " A" + std::to_string(i - 1) + "\n";
+  bomb += "extern \"C\" __global__ void k(float* x, float* y, long long R, long long C) { float v = x[0]; A22 y[0] = v; }\n";
+  const auto v = ev.build(cand(bomb));
+  INFO(v.detail);
+  CHECK(v.where == stage::compile);
+  fs::remove_all(o.cache_dir);
+}
+
+TEST_CASE("cuda backend: timing, interleaved A/B and the baseline") {
+  const auto p = softmax();
+  cuda_evaluator ev(p);
+  const auto b = ev.measure_baseline(p);
+  REQUIRE(b.seconds.size() == p.shapes.size());
+  for (double s : b.seconds) CHECK(s > 0);
+  auto good = cand(softmax_body("", "yr[c] = expf(xr[c] - m) / sum;"));
+  auto ref = cand(p.reference_source, p.reference_launch);
+  rung r;
+  r.shapes = {5, 6};
+  r.samples = 5;
+  r.interleaved = true;
+  measure_request req;
+  req.seed = 5;
+  req.incumbent = &ref;
+  const auto m = ev.measure(good, r, req);
+  INFO(m.result.detail);
+  REQUIRE(m.result.where == stage::pass);
+  REQUIRE(m.timings.size() == 2);
+  CHECK(m.vs_incumbent.has_value());
+  REQUIRE(m.res.has_value());
+  CHECK(m.res->registers > 0);
+  CHECK(m.res->occupancy > 0);
+  CHECK(ev.take_device_seconds() > 0);
+}
