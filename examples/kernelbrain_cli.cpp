@@ -53,7 +53,7 @@ tune options:
   --resume             continue the run recorded in --journal <file>; finished evaluations
                        are not repeated and the result equals an uninterrupted run's
   --wall <seconds>     also stop after this much wall-clock time
-  --best-out <file>    write the best candidate (source, launch plan, params, family, problem
+  --best-out <file>    write the best kernel of each shape (source, launch plan, params, family, problem
                        directory) as JSON, the format bench/side_by_side.py --kernels reads
   --progress           always draw the progress line on stderr
   --no-progress        never draw it (default: draw it when stderr is a terminal)
@@ -438,16 +438,43 @@ void print_shapes(problem const& p, search_result const& r) {
   std::fflush(stdout);
 }
 
-/// The best candidate as bench/side_by_side.py --kernels reads it: {"kernels": [{...}]} (empty when
-/// none passed).
-void write_best(std::filesystem::path const& file, problem const& prob, search_result const& r) {
+/// For each problem shape, the candidate with the lowest median time at that shape among those
+/// measured at the top rung (every shape, most samples): what "the best kernel of each shape" means.
+class per_shape_best final : public observer {
+ public:
+  struct entry {
+    candidate cand;
+    double median = 0;
+    double reference = 0;
+  };
+  void on_event(event const& e, search_view const& v) override {
+    if (e.kind != event_kind::measured || e.rung + 1 != v.rungs().size()) return;
+    auto const* rec = v.find(e.id);
+    if (!rec || !rec->results[e.rung]) return;
+    for (auto const& t : rec->results[e.rung]->timings) {
+      auto& slot = best_[t.shape];
+      if (!slot || t.stats.median < slot->median)
+        slot = entry{rec->cand, t.stats.median, v.baseline().seconds[t.shape]};
+    }
+  }
+  [[nodiscard]] std::map<std::size_t, std::optional<entry>> const& best() const noexcept { return best_; }
+
+ private:
+  std::map<std::size_t, std::optional<entry>> best_;
+};
+
+/// The best kernel of each shape as bench/side_by_side.py --kernels reads it: {"kernels": [{..., "shape"}]}
+/// (empty when nothing passed the top rung).
+void write_best(std::filesystem::path const& file, problem const& prob, per_shape_best const& per_shape) {
   namespace json = boost::json;
   json::array kernels;
-  if (r.best && r.best_score) {
-    auto const& c = r.best->cand;
+  for (auto const& [shape_index, e] : per_shape.best()) {
+    if (!e) continue;
+    auto const& c = e->cand;
     json::object k;
     k["problem_dir"] = prob.directory;
     k["problem"] = prob.name;
+    k["shape"] = prob.shapes[shape_index].name;
     k["family"] = c.family;
     json::object params;
     for (auto const& [name, v] : c.params) params[name] = v;
@@ -460,7 +487,7 @@ void write_best(std::filesystem::path const& file, problem const& prob, search_r
     } catch (std::exception const&) {
       k["launch"] = c.launch;
     }
-    k["speedup_vs_reference"] = r.best_score->speedup;
+    k["speedup_vs_reference"] = e->reference / e->median;
     kernels.push_back(std::move(k));
   }
   json::object doc;
@@ -536,6 +563,8 @@ int tune(tune_options const& o) {
   }
   progress_line progress(o.progress.value_or(::isatty(STDERR_FILENO) == 1));
   so.observers.push_back(&progress);
+  per_shape_best shape_best;
+  so.observers.push_back(&shape_best);
 
   search_result r;
   try {
@@ -548,7 +577,7 @@ int tune(tune_options const& o) {
   if (journal) journal->throw_if_failed();
   print_summary(o, backend, strategy.canonical(), problem_name, r, progress, ladder, journal ? &*journal : nullptr);
   print_shapes(prob, r);
-  if (o.best_out) write_best(*o.best_out, prob, r);
+  if (o.best_out) write_best(*o.best_out, prob, shape_best);
   return 0;
 }
 
