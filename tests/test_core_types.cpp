@@ -91,6 +91,12 @@ TEST_CASE("parameters and parameter spaces") {
   for (std::uint64_t i = 0; i < s.cardinality(); ++i) distinct.insert(s.at(i).to_string());
   CHECK(distinct.size() == 12);
 
+  parameter_space huge;  // 10^20 points: saturates instead of wrapping, and validate() says so
+  for (int i = 0; i < 20; ++i)
+    huge.params.push_back({"P" + std::to_string(i), {0, 1, 2, 3, 4, 5, 6, 7, 8, 9}});
+  CHECK(huge.cardinality() == UINT64_MAX);
+  CHECK_THROWS_WITH_AS(huge.validate("hint 'big'"), doctest::Contains("2^64"), error);
+
   parameter_space fixed;  // a template without parameters is one point, not none
   CHECK(fixed.cardinality() == 1);
   CHECK(fixed.enumerate().size() == 1);
@@ -168,6 +174,14 @@ TEST_CASE("budget meter") {
   m.charge_evaluation();
   m.charge_evaluation();
   CHECK(m.exhausted() == "evaluation budget spent");
+  CHECK(m.progress() == doctest::Approx(1.0));  // evaluations 3 of 3
+
+  budget wall_only;
+  wall_only.wall_seconds = 1e-9;
+  budget_meter w(wall_only);
+  CHECK(w.fraction_used() > 0);
+  CHECK(w.progress() == 0);  // the wall clock never steers decisions: searches must replay
+
   budget_meter unlimited;
   unlimited.charge_device(1e9);
   CHECK(unlimited.exhausted().empty());

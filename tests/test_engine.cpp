@@ -326,6 +326,11 @@ TEST_CASE("the ask/tell engine can be driven by hand") {
     }
   }
   CHECK(tasks == 40);
+  // An outcome nobody asked for (a duplicate, or a stray rung) is refused, not counted.
+  evaluation_outcome stray;
+  stray.id = eng.view().best()->cand.id;
+  stray.rung = 0;
+  CHECK_THROWS_WITH_AS(eng.tell(stray), doctest::Contains("no evaluation in flight"), error);
   CHECK(eng.view().best());
   CHECK(eng.stop_reason() == "evaluation budget spent");
 }

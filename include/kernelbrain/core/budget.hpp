@@ -55,6 +55,19 @@ class budget_meter {
     axis(u.llm_cost, limit_.llm_cost);
     return f;
   }
+  /// Like fraction_used() but without the wall clock: the axes a replay reproduces exactly (device
+  /// seconds are recorded in the journal and charged again on resume). Policies decide by this one,
+  /// so that the same seed gives the same search whatever the timing.
+  [[nodiscard]] double progress() const noexcept {
+    double f = 0;
+    auto axis = [&f](double used, double lim) { if (lim > 0) f = std::max(f, used / lim); };
+    axis(used_.device_seconds, limit_.device_seconds);
+    axis(static_cast<double>(used_.evaluations), static_cast<double>(limit_.evaluations));
+    axis(static_cast<double>(used_.candidates), static_cast<double>(limit_.candidates));
+    axis(static_cast<double>(used_.llm_tokens), static_cast<double>(limit_.llm_tokens));
+    axis(used_.llm_cost, limit_.llm_cost);
+    return f;
+  }
   /// Empty while budget remains; otherwise names the exhausted axis.
   [[nodiscard]] std::string exhausted() const {
     const auto u = usage();

@@ -51,7 +51,9 @@ class evaluation_plane {
  public:
   evaluation_plane(Engine& eng, evaluator& ev) : eng_(eng), ev_(ev), worker_([this] { run(); }) {}
   ~evaluation_plane() {
-    { std::lock_guard lk(mu_); closing_ = true; }
+    // Normally nothing is queued here (search() drains first); after an error, drop what is queued
+    // rather than spend device time on results nobody will read.
+    { std::lock_guard lk(mu_); closing_ = true; todo_.clear(); }
     cv_.notify_all();
     worker_.join();
   }
@@ -60,22 +62,29 @@ class evaluation_plane {
     cv_.notify_all();
   }
   void complete(std::uint64_t ticket, evaluation_outcome o) {
-    { std::lock_guard lk(mu_); done_.emplace(ticket, std::move(o)); }
+    {
+      std::lock_guard lk(mu_);
+      done_.emplace(ticket, std::move(o));
+      finish_order_.push_back(ticket);
+    }
     cv_.notify_all();
   }
   /// Blocks until `ticket` is finished and takes it.
   evaluation_outcome take(std::uint64_t ticket) {
     std::unique_lock lk(mu_);
     cv_.wait(lk, [&] { return done_.contains(ticket); });
+    std::erase(finish_order_, ticket);
     auto node = done_.extract(ticket);
     return std::move(node.mapped());
   }
   /// Blocks until any ticket is finished and takes it.
   std::pair<std::uint64_t, evaluation_outcome> take_any() {
     std::unique_lock lk(mu_);
-    cv_.wait(lk, [&] { return !done_.empty(); });
-    auto node = done_.extract(done_.begin());
-    return {node.key(), std::move(node.mapped())};
+    cv_.wait(lk, [&] { return !finish_order_.empty(); });
+    const std::uint64_t ticket = finish_order_.front();  // the one that finished first
+    finish_order_.pop_front();
+    auto node = done_.extract(ticket);
+    return {ticket, std::move(node.mapped())};
   }
 
  private:
@@ -99,6 +108,7 @@ class evaluation_plane {
   std::condition_variable cv_;
   std::deque<evaluation_task> todo_;
   std::unordered_map<std::uint64_t, evaluation_outcome> done_;
+  std::deque<std::uint64_t> finish_order_;  ///< tickets in done_, in the order they finished
   bool closing_ = false;
   std::thread worker_;  // last: started after everything it uses exists
 };

@@ -142,10 +142,22 @@ class engine {
       }
     } catch (std::exception const& ex) {
       o.m.result = verdict::reject(stage::infrastructure, std::string("evaluator threw: ") + ex.what());
+    } catch (...) {
+      o.m.result = verdict::reject(stage::infrastructure, "evaluator threw a non-standard exception");
     }
-    o.m.device_seconds += e.take_device_seconds();
+    // Nothing may escape the evaluation thread (it would end the process): the cost read and the
+    // journal write are guarded too; a sink keeps its own failure and reports it on the main thread.
+    try {
+      o.m.device_seconds += e.take_device_seconds();
+    } catch (...) {
+    }
     o.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (journal_) journal_->write_outcome(o);
+    if (journal_) {
+      try {
+        journal_->write_outcome(o);
+      } catch (...) {
+      }
+    }
     return o;
   }
 
@@ -170,6 +182,8 @@ class engine {
     auto idx = history_.find(o.id);
     if (!idx) throw error("tell: unknown candidate " + o.id.str());
     auto& rec = history_.at(*idx);
+    if (rec.state != candidate_state::in_flight || o.rung >= rungs_.size())
+      throw error("tell: candidate " + o.id.str() + " has no evaluation in flight at rung " + std::to_string(o.rung));
     --history_.in_flight_evaluations;
     meter_.charge_device(o.m.device_seconds);
     meter_.charge_evaluation();
@@ -268,7 +282,7 @@ class engine {
   /// A median below the roofline floor is a measurement bug or a cheat: never a record.
   void check_floor(measurement& m) const {
     for (auto const& tm : m.timings) {
-      const double floor = problem_.machine.floor_seconds(problem_.shapes[tm.shape]);
+      const double floor = tm.shape < baseline_.floor_seconds.size() ? baseline_.floor_seconds[tm.shape] : 0.0;
       if (floor > 0 && tm.stats.median < floor * 0.98)
         m.result = verdict::reject(stage::impossible, "median " + std::to_string(tm.stats.median) + " s at shape '" +
                                    problem_.shapes[tm.shape].name + "' is below the roofline floor " +

@@ -80,7 +80,11 @@ struct parameter_space {
   /// A space without parameters has one point (a fixed template), not zero.
   [[nodiscard]] std::uint64_t cardinality() const noexcept {
     std::uint64_t n = 1;
-    for (auto const& p : params) n *= p.values.size();
+    for (auto const& p : params) {
+      const std::uint64_t k = p.values.size();
+      if (k != 0 && n > UINT64_MAX / k) return UINT64_MAX;  // saturate: validate() rejects such spaces
+      n *= k;
+    }
     return n;
   }
   [[nodiscard]] bool admits(parameters const& p) const {
@@ -116,6 +120,8 @@ struct parameter_space {
     if (params.empty()) return;
     for (auto const& d : params)
       if (d.values.empty()) throw error(std::string(owner) + ": parameter '" + d.name + "' has no values");
+    if (cardinality() == UINT64_MAX)
+      throw error(std::string(owner) + ": the parameter space has more than 2^64 points; split the template");
     parameters probe = at(0);
     for (auto const& c : constraints) {
       try { (void)evaluate_expression(c, probe.lookup()); }

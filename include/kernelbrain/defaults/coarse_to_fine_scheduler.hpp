@@ -51,7 +51,7 @@ class coarse_to_fine_scheduler {
       promotions_.pop_front();
       auto const* rec = v.find(id);
       if (!rec || rec->state != candidate_state::measured || r >= v.rungs().size()) continue;
-      if (r >= 1) mutations_.push_back(id);
+      mutations_.push_back(id);  // every promotion (to rung 1 and up) refines the promoted candidate
       return evaluate(id, r);
     }
     if (!mutations_.empty()) {
@@ -61,7 +61,7 @@ class coarse_to_fine_scheduler {
     }
     if (!v.fresh().empty()) return evaluate(v[v.fresh().front()].cand.id, 0);
     // Nothing queued: explore while the budget is young, refine the incumbent as it is spent.
-    const double spent = v.meter().fraction_used();
+    const double spent = v.meter().progress();  // not the wall clock: decisions must replay
     const double explore_share = 1.0 - (1.0 - opt_.final_explore_share) * std::min(1.0, spent);
     if (!v.best() || generations_++ < 1 || rng_.uniform() < explore_share)
       return generate(generation_mode::explore, opt_.explore_batch);
@@ -87,7 +87,6 @@ class coarse_to_fine_scheduler {
   void promote(candidate_id id, std::size_t from) {
     if (!promoted_[from].insert(id).second) return;
     promotions_.emplace_back(id, from + 1);
-    max_rung_seen_ = std::max(max_rung_seen_, from + 1);
   }
   static double roofline_fraction(search_view const& v) {
     auto const* b = v.best();
@@ -109,7 +108,7 @@ class coarse_to_fine_scheduler {
   std::vector<std::unordered_set<candidate_id>> promoted_;
   std::deque<std::pair<candidate_id, std::size_t>> promotions_;
   std::deque<candidate_id> mutations_;
-  std::size_t evaluations_ = 0, last_improvement_ = 0, generations_ = 0, max_rung_seen_ = 0;
+  std::size_t evaluations_ = 0, last_improvement_ = 0, generations_ = 0;
 };
 
 }  // namespace kernelbrain
