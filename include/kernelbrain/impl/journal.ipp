@@ -540,6 +540,20 @@ inline bool same_budget(budget const& a, budget const& b) {
          a.candidates == b.candidates && a.llm_tokens == b.llm_tokens && a.llm_cost == b.llm_cost;
 }
 
+/// The finished evaluations, baseline and header a resumed run needs, taken out of a read journal.
+/// A later line for the same evaluation wins (there is none unless a journal was edited).
+inline resume_state to_resume_state(journal_contents& c) {
+  resume_state s;
+  s.header = std::move(c.header);
+  s.reference = std::move(c.reference);
+  for (auto& o : c.outcomes) {
+    evaluation_key key{o.id, o.rung};
+    s.outcomes.insert_or_assign(key, std::move(o));
+  }
+  s.last_seq = c.last_seq;
+  return s;
+}
+
 }  // namespace detail::journal_json
 
 // ---- public functions ----------------------------------------------------------------------------
@@ -589,16 +603,7 @@ resume_state load_journal(std::filesystem::path const& path) {
   if (!c.has_header())
     throw error("journal " + detail::journal_json::quoted(path) +
                 " has no header line: it is empty or not a KernelBrain journal");
-  resume_state s;
-  s.header = std::move(c.header);
-  s.reference = std::move(c.reference);
-  // A later line for the same evaluation wins (there is none unless a journal was edited).
-  for (auto& o : c.outcomes) {
-    evaluation_key key{o.id, o.rung};
-    s.outcomes.insert_or_assign(key, std::move(o));
-  }
-  s.last_seq = c.last_seq;
-  return s;
+  return detail::journal_json::to_resume_state(c);
 }
 
 jsonl_journal::jsonl_journal(std::filesystem::path path, run_header header, budget limits, journal_mode mode)
@@ -660,15 +665,9 @@ void jsonl_journal::open_for_resume(budget const& limits) {
   info_.recorded_seq = c.last_seq;
   info_.previous_limits = c.limits;
   info_.budget_changed = !jj::same_budget(c.limits, limits);
-  resume_state s;
-  s.header = c.header;
-  s.reference = c.reference;
-  for (auto& o : c.outcomes) {
-    evaluation_key key{o.id, o.rung};
-    s.outcomes.insert_or_assign(key, std::move(o));
-  }
+  resume_state s = jj::to_resume_state(c);
   info_.outcomes = s.outcomes.size();
-  s.last_seq = info_.budget_changed ? 0 : c.last_seq;
+  if (info_.budget_changed) s.last_seq = 0;  // the events are written again from the start
   file_ = std::fopen(path_.c_str(), "ab");
   if (!file_)
     throw error("cannot open journal " + jj::quoted(path_) + " for appending: " + std::strerror(errno) +
