@@ -786,11 +786,39 @@ def orchestrate(args):
     return 0 if all(r.get("ok") and not r.get("error") for r in res) else 2
 
 
+def merge_tables(files, out):
+    """One table (and one JSON) from several runs' --out files; a missing or broken file is reported."""
+    results, tasks, bad = [], [], 0
+    for fn in files:
+        try:
+            with open(fn) as f:
+                doc = json.load(f)
+        except (OSError, ValueError) as e:
+            print("warning: %s: %s" % (fn, e), file=sys.stderr)
+            bad += 1
+            continue
+        base = len(tasks)
+        tasks += doc.get("tasks", [])
+        for r in doc.get("results", []):
+            r = dict(r)
+            r["index"] = r["index"] + base
+            results.append(r)
+    order = sorted(range(len(results)), key=lambda i: (tasks[results[i]["index"]]["problem"], tasks[results[i]["index"]]["shape"]))
+    results = [results[i] for i in order]
+    print_table(results, tasks)
+    if out:
+        with open(out, "w") as f:
+            json.dump(dict(results=results, tasks=tasks), f, indent=1)
+    return 0 if not bad and all(r.get("ok") and not r.get("error") for r in results) else 2
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     src = ap.add_mutually_exclusive_group()
     src.add_argument("--kernels", help="JSON file of best kernels (see above)")
     src.add_argument("--kernels-from-catalogue", action="store_true", help="template central points (or --point)")
+    src.add_argument("--table-from", nargs="+", metavar="JSON",
+                     help="no GPU work: merge the --out files of earlier runs (e.g. one per GPU) into one table")
     ap.add_argument("--point", action="append",
                     help="PROBLEM:FAMILY:K=V,K=V (repeatable; FAMILY may be a substring) instead of the central point")
     ap.add_argument("--points-file", help="file of --point values, one per line")
@@ -821,6 +849,8 @@ def main():
         ap.error("--samples must be positive")
     if args.worker_tasks:
         return worker_main(args)
+    if args.table_from:
+        return merge_tables(args.table_from, args.out)
     if not args.kernels and not args.kernels_from_catalogue:
         ap.error("give --kernels FILE or --kernels-from-catalogue")
     return orchestrate(args)

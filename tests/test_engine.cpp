@@ -2,6 +2,7 @@
 // threading contract, and the evaluation-plane rules the driver enforces for every backend.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <kernelbrain/search.hpp>
@@ -293,6 +294,56 @@ TEST_CASE("generation and evaluation overlap, each policy is called from one thr
   CHECK(generator_threads.count(std::this_thread::get_id()) == 1);  // generation is on the calling thread
   CHECK(gate_threads.count(std::this_thread::get_id()) == 0);  // the gate runs on the evaluation plane
   CHECK(overlaps > 0);  // evaluations ran while the generator was busy
+}
+
+namespace {
+/// Records prefetch hints (search thread) and builds (evaluation thread).
+struct prefetch_recorder final : evaluator {
+  synthetic_evaluator inner{landscape()};
+  std::mutex mu;
+  std::vector<candidate_id> hinted, built;
+  std::set<std::thread::id> hint_threads;
+  std::size_t built_before_hint = 0;
+  std::string fingerprint() const override { return "prefetch-recorder"; }
+  void prefetch(candidate const& c) override {
+    std::lock_guard lk(mu);
+    hinted.push_back(c.id);
+    hint_threads.insert(std::this_thread::get_id());
+  }
+  verdict build(candidate const& c) override {
+    {
+      std::lock_guard lk(mu);
+      if (std::find(hinted.begin(), hinted.end(), c.id) == hinted.end()) ++built_before_hint;
+      built.push_back(c.id);
+    }
+    return inner.build(c);
+  }
+  verdict check(candidate const& c, std::span<std::size_t const> s, int t, std::uint64_t seed) override {
+    return inner.check(c, s, t, seed);
+  }
+  measurement measure(candidate const& c, rung const& r, measure_request const& q) override { return inner.measure(c, r, q); }
+  baseline measure_baseline(problem const& p) override { return inner.measure_baseline(p); }
+  double take_device_seconds() override { return inner.take_device_seconds(); }
+};
+}  // namespace
+
+TEST_CASE("every proposed candidate is offered to the backend for an early compile, once, before it is built") {
+  auto const& p = landscape().get_problem();
+  prefetch_recorder ev;
+  recorder rec;
+  search_options o;
+  o.limits.evaluations = 120;
+  o.observers = {&rec};
+  auto r = search(p, default_policies(p), ev, o);
+  std::vector<candidate_id> proposed;
+  for (auto const& e : rec.events)
+    if (e.kind == event_kind::proposed) proposed.push_back(e.id);
+  REQUIRE(proposed.size() > 8);
+  CHECK(ev.hinted == proposed);  // each proposal once, in proposal order
+  CHECK(ev.built_before_hint == 0);
+  CHECK(!ev.built.empty());
+  CHECK(ev.hint_threads == std::set<std::thread::id>{std::this_thread::get_id()});  // the search thread
+  CHECK(r.best);
 }
 
 TEST_CASE("arrival order completes and respects the budget") {

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <vector>
 #include <kernelbrain/core/candidate.hpp>
 #include <kernelbrain/evaluate/cuda.hpp>
 #include <kernelbrain/io/problem_loader.hpp>
@@ -153,6 +154,33 @@ TEST_CASE("cuda backend: a compile that runs too long is killed") {
   const auto v = ev.build(cand(bomb));
   INFO(v.detail);
   CHECK(v.where == stage::compile);
+  fs::remove_all(o.cache_dir);
+}
+
+TEST_CASE("cuda backend: prefetched candidates compile in parallel, once each, and build from the result") {
+  const auto p = softmax();
+  cuda_options o;
+  o.cache_dir = (fs::temp_directory_path() / ("kb_gpu_prefetch_cache_" + std::to_string(::getpid()))).string();
+  cuda_evaluator ev(p, o);
+  const auto after_setup = ev.compiles();  // the reference
+  std::vector<candidate> cs;
+  for (int i = 0; i < 6; ++i)  // distinct sources: a different constant in each
+    cs.push_back(cand(softmax_body("", "yr[c] = expf(xr[c] - m) / sum * " + std::to_string(1.0 + i * 1e-9) + "f;")));
+  cs.push_back(cand("extern \"C\" __global__ void k(float* x) { this does not compile }"));
+  for (auto const& c : cs) ev.prefetch(c);
+  for (auto const& c : cs) ev.prefetch(c);  // a second hint for the same source is ignored
+  for (std::size_t i = 0; i + 1 < cs.size(); ++i) {
+    const auto v = ev.build(cs[i]);
+    INFO(v.detail);
+    CHECK(v.where == stage::pass);
+  }
+  const auto bad = ev.build(cs.back());
+  CHECK(bad.where == stage::compile);
+  CHECK(bad.detail.find("NVRTC") != std::string::npos);
+  CHECK(ev.compiles() - after_setup == cs.size());  // each source compiled exactly once
+  const auto v = ev.check(cs[2], shapes, 1, 5);
+  INFO(v.detail);
+  CHECK(v.where == stage::pass);
   fs::remove_all(o.cache_dir);
 }
 

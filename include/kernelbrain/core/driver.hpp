@@ -146,6 +146,8 @@ search_result search(problem const& prob, Policies pol, evaluator& ev, search_op
     };
     for (;;) {
       step s = eng.ask();
+      // New proposals: let the backend start their compiles now, in parallel (a hint; may be a no-op).
+      eng.take_proposed([&](candidate const& c) { ev.prefetch(c); });
       if (auto* t = std::get_if<evaluation_task>(&s)) {
         pending.push_back(t->ticket);
         if (auto hit = eng.cached(*t)) plane.complete(t->ticket, std::move(*hit));

@@ -115,6 +115,14 @@ class engine {
     }
   }
 
+  /// Calls `f(candidate const&)` for each candidate proposed since the last call (in proposal
+  /// order) and forgets them: how the driver lets a backend start compiling a batch early.
+  template <class F>
+  void take_proposed(F&& f) {
+    for (auto i : proposed_) f(history_.at(i).cand);
+    proposed_.clear();
+  }
+
   /// An answer from the journal for this task, if the run is resuming (counted as a cache hit).
   [[nodiscard]] std::optional<evaluation_outcome> cached(evaluation_task const& t) {
     auto it = cache_.find({t.cand.id, t.rung});
@@ -238,6 +246,7 @@ class engine {
       std::string origin = c.origin;
       if (history_.add(std::move(c))) {
         meter_.charge_candidate();
+        if (auto i = history_.find(id)) proposed_.push_back(*i);
         ++added;
         note_event(event_kind::proposed, id, 0, verdict{}, std::nullopt, std::move(origin));
       } else {
@@ -327,6 +336,7 @@ class engine {
   std::uint64_t seq_ = 0;
   std::uint64_t ticket_ = 0;
   std::size_t fruitless_ = 0;
+  std::vector<std::size_t> proposed_;  ///< history indices proposed since take_proposed()
   bool stopped_ = false;
   bool stop_announced_ = false;
   std::string stop_reason_;

@@ -27,6 +27,11 @@ class evaluator {
   [[nodiscard]] virtual std::string fingerprint() const = 0;
   /// Static source policy (forbidden constructs). Default: everything passes.
   [[nodiscard]] virtual verdict inspect(candidate const&) { return verdict::pass(); }
+  /// A hint that `c` will be built soon (it was just proposed): a backend may start compiling it in
+  /// the background so that compiles overlap each other and the device work. Called on the search
+  /// thread while the evaluation thread may be inside build/check/measure, so an override must be
+  /// thread-safe against them and must not block on device work. Default: nothing.
+  virtual void prefetch(candidate const& c) { (void)c; }
   /// Compile, check the entry signature and static resources.
   [[nodiscard]] virtual verdict build(candidate const&) = 0;
   /// Correctness against the reference on fresh inputs drawn from `seed`, `trials` times per shape.

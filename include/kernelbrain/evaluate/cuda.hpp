@@ -1,6 +1,7 @@
 // The CUDA backend: candidates are CUDA C++ (NVRTC, sm_90) plus a declarative launch plan. The
-// search process never creates a CUDA context: compiles run in a killable child
-// (kernelbrain-cuda-worker --compile, under a wall-clock limit, cached by content), and kernels
+// search process never creates a CUDA context: compiles run in killable children
+// (kernelbrain-cuda-worker --compile, under a wall-clock limit, cached by content; proposed
+// candidates are compiled ahead, in parallel, one child per spare CPU core), and kernels
 // run in a serving worker (kernelbrain-cuda-worker --serve cuda) under a watchdog. A crash or sticky
 // CUDA error ends that worker (stage::crash), a hang is killed (stage::timeout), and a fresh worker
 // takes over. Linux only. Bodies: impl/cuda.ipp (no CUDA headers there).
@@ -45,6 +46,8 @@ class cuda_evaluator final : public evaluator {
   cuda_evaluator& operator=(cuda_evaluator const&) = delete;
 
   [[nodiscard]] std::string fingerprint() const override;
+  /// Starts compiling `c` in the background (a pool of one NVRTC process per spare CPU core).
+  void prefetch(candidate const& c) override;
   [[nodiscard]] verdict build(candidate const& c) override;
   [[nodiscard]] verdict check(candidate const& c, std::span<std::size_t const> shapes, int trials,
                               std::uint64_t seed) override;

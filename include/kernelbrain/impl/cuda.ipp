@@ -5,15 +5,21 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <boost/json/parse.hpp>
 #include <boost/json/value.hpp>
 #include <cmath>
+#include <condition_variable>
+#include <deque>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <regex>
 #include <sstream>
+#include <thread>
 #include <unordered_map>
 #include "kernelbrain/core/error.hpp"
 #include "kernelbrain/core/expr.hpp"
@@ -255,8 +261,8 @@ struct cuda_evaluator::state {
   };
   std::unordered_map<std::uint64_t, built> builds;
   double spent = 0;
-  std::size_t compiles = 0, hits = 0;
-  mutable std::mutex mu;
+  std::atomic<std::size_t> compiles{0}, hits{0};
+  mutable std::mutex mu;  ///< builds, worker, spent: the evaluation thread's state
 
   state(problem const& p, cuda_options o)
       : prob(p), opt(std::move(o)), worker_exe(find_cuda_worker(opt.worker_path)), worker(worker_exe, cuda_protocol::role) {}
@@ -271,11 +277,113 @@ struct cuda_evaluator::state {
     verdict result;
     std::string cubin, log;
   };
+
+  // ---- Compiles: a pool of background compiles fed by prefetch(), deduplicated by content key. ----
+  // Every compile of a key, background or inline, goes through `jobs`, so one key never has two
+  // NVRTC processes writing the same cache files; build() on the evaluation thread either takes a
+  // finished or running job's result or, when its job is still queued, runs it inline.
+  struct compile_job {
+    std::string source;
+    bool started = false;
+    std::promise<compiled> done;
+    std::shared_future<compiled> result = done.get_future().share();
+  };
+  std::mutex cmu;  ///< guards jobs, queue, pool, closing (never held while compiling)
+  std::condition_variable ccv;
+  std::unordered_map<std::uint64_t, std::shared_ptr<compile_job>> jobs;
+  std::deque<std::uint64_t> queue;
+  std::vector<std::thread> pool;
+  bool closing = false;
+
+  ~state() {
+    { std::lock_guard lk(cmu); closing = true; }
+    ccv.notify_all();
+    for (auto& t : pool) t.join();
+  }
+
+  std::uint64_t compile_key(std::string const& source) const {
+    return detail::cuda::hash_text(source + "\n//" + options_text() + "\n//" + nvrtc_version);
+  }
+  std::string cache_base(std::uint64_t key) const { return (std::filesystem::path(cache) / to_hex(key)).string(); }
+  bool cached_on_disk(std::uint64_t key) const {
+    std::error_code ec;
+    const auto base = cache_base(key);
+    return std::filesystem::is_regular_file(base + ".cubin", ec) && std::filesystem::is_regular_file(base + ".log", ec);
+  }
+
+  /// Runs a claimed job (started == true) on this thread and publishes its result.
+  void run_job(std::uint64_t key, std::shared_ptr<compile_job> const& j) {
+    try {
+      j->done.set_value(compile_now(key, j->source));
+    } catch (...) {
+      j->done.set_exception(std::current_exception());
+    }
+    std::lock_guard lk(cmu);
+    jobs.erase(key);
+  }
+
+  void pool_main() {
+    for (;;) {
+      std::uint64_t key = 0;
+      std::shared_ptr<compile_job> j;
+      {
+        std::unique_lock lk(cmu);
+        ccv.wait(lk, [&] { return closing || !queue.empty(); });
+        if (closing) return;
+        key = queue.front();
+        queue.pop_front();
+        auto it = jobs.find(key);
+        if (it == jobs.end() || it->second->started) continue;  // taken inline meanwhile
+        j = it->second;
+        j->started = true;
+      }
+      run_job(key, j);
+    }
+  }
+
+  /// Queues a background compile of `source` unless it is cached, queued or running.
+  void prefetch(std::string const& source) {
+    if (source.empty()) return;
+    const auto key = compile_key(source);
+    if (cached_on_disk(key)) return;
+    std::lock_guard lk(cmu);
+    if (closing || jobs.contains(key)) return;
+    auto j = std::make_shared<compile_job>();
+    j->source = source;
+    jobs.emplace(key, std::move(j));
+    queue.push_back(key);
+    if (pool.empty()) {
+      const unsigned n = std::clamp(std::thread::hardware_concurrency(), 2u, 17u) - 1;  // leave a core
+      for (unsigned i = 0; i < n; ++i) pool.emplace_back([this] { pool_main(); });
+    }
+    ccv.notify_one();
+  }
+
+  /// The compile of `source`: from a finished or running job, inline when queued or unknown.
   compiled compile(std::string const& source) {
+    const auto key = compile_key(source);
+    std::shared_ptr<compile_job> j;
+    bool mine = false;
+    {
+      std::lock_guard lk(cmu);
+      if (auto it = jobs.find(key); it != jobs.end()) {
+        j = it->second;
+        if (!j->started) mine = j->started = true;
+      } else {
+        j = std::make_shared<compile_job>();
+        j->source = source;
+        j->started = mine = true;
+        jobs.emplace(key, j);
+      }
+    }
+    if (mine) run_job(key, j);
+    return j->result.get();
+  }
+
+  compiled compile_now(std::uint64_t key, std::string const& source) {
     namespace fs = std::filesystem;
     compiled c;
-    const auto key = detail::cuda::hash_text(source + "\n//" + options_text() + "\n//" + nvrtc_version);
-    const auto base = (fs::path(cache) / to_hex(key)).string();
+    const auto base = cache_base(key);
     c.cubin = base + ".cubin";
     std::error_code ec;
     if (fs::is_regular_file(c.cubin, ec) && fs::is_regular_file(base + ".log", ec)) {
@@ -509,6 +617,8 @@ cuda_evaluator::cuda_evaluator(problem const& p, cuda_options o) {
 cuda_evaluator::~cuda_evaluator() = default;
 
 std::string cuda_evaluator::fingerprint() const { return s_->fingerprint; }
+
+void cuda_evaluator::prefetch(candidate const& c) { s_->prefetch(c.source); }
 
 verdict cuda_evaluator::build(candidate const& c) {
   std::lock_guard lk(s_->mu);
