@@ -47,7 +47,15 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PROBLEMS_DIR = os.path.join(ROOT, "examples", "cuda_problems")
 HBM_BYTES_PER_S = 4.3e12  # BENCHMARKS.md's LB bandwidth (measured copy)
 HBM_PEAK_BYTES_PER_S = 4.8e12  # the datasheet peak: below bytes / this is physically impossible
-NVRTC_OPTIONS = ["--gpu-architecture=sm_90", "-default-device", "--std=c++17"]
+NVRTC_OPTIONS = ["-default-device", "--std=c++17"]  # plus --gpu-architecture=<the problem's "arch">
+
+
+def nvrtc_options(arch):
+    return ["--gpu-architecture=" + (arch or "sm_90")] + NVRTC_OPTIONS
+
+
+def source_key(src, arch):
+    return hashlib.sha1(((arch or "sm_90") + "\n" + src).encode()).hexdigest()
 RESULT_TAG = "@@RESULT "
 
 
@@ -267,7 +275,7 @@ def build_tasks(args):
             shp = k.get("shape", "*")
             for s in shapes_of(prob, args):
                 if shp in ("*", s["name"]):
-                    tasks.append(dict(kind="kernel", problem_dir=prob["_dir"], problem=prob["name"], shape=s["name"],
+                    tasks.append(dict(kind="kernel", problem_dir=prob["_dir"], problem=prob["name"], shape=s["name"], arch=prob.get("arch", "sm_90"),
                                       family=k.get("family", "?"), params=k.get("params", {}), source=src, launch=launch))
         return tasks
     rng = random.Random(args.seed)
@@ -291,7 +299,7 @@ def build_tasks(args):
             with open(os.path.join(d, ref["source"])) as f:
                 src = f.read()
             for s in shapes:
-                tasks.append(dict(kind="reference", problem_dir=d, problem=prob["name"], shape=s["name"],
+                tasks.append(dict(kind="reference", problem_dir=d, problem=prob["name"], shape=s["name"], arch=prob.get("arch", "sm_90"),
                                   family="reference", params={}, source=src, launch=json.dumps(ref["launch"])))
         for entry in prob["catalogue"]:
             if "template" not in entry:
@@ -319,7 +327,7 @@ def build_tasks(args):
             for pt in pts:
                 src, launch = substitute(tsrc, pt), substitute(tlaunch, pt)
                 for s in shapes:
-                    tasks.append(dict(kind="kernel", problem_dir=d, problem=prob["name"], shape=s["name"],
+                    tasks.append(dict(kind="kernel", problem_dir=d, problem=prob["name"], shape=s["name"], arch=prob.get("arch", "sm_90"),
                                       family=entry["name"], params=pt, source=src, launch=launch))
     return tasks
 
@@ -364,8 +372,8 @@ def worker_main(args):
 
     modules = {}
 
-    def compile_module(src):
-        key = hashlib.sha1(src.encode()).hexdigest()
+    def compile_module(src, arch):
+        key = source_key(src, arch)
         if key in modules:
             return modules[key]
         cached = os.path.join(args.cubin_cache, key + ".cubin") if args.cubin_cache else None
@@ -378,7 +386,7 @@ def worker_main(args):
         err, prog = nvrtc.nvrtcCreateProgram(src.encode(), b"candidate.cu", 0, [], [])
         if code(err) != 0:
             raise RuntimeError("nvrtcCreateProgram failed")
-        opts = [o.encode() for o in NVRTC_OPTIONS]
+        opts = [o.encode() for o in nvrtc_options(arch)]
         (err,) = nvrtc.nvrtcCompileProgram(prog, len(opts), opts)
         if code(err) != 0:
             _, n = nvrtc.nvrtcGetProgramLogSize(prog)
@@ -399,9 +407,9 @@ def worker_main(args):
     class Plan:
         """A launch plan bound to tensors: runs all its launches on the current stream."""
 
-        def __init__(self, src, plan_text, tensors, dims):
+        def __init__(self, src, plan_text, tensors, dims, arch="sm_90"):
             self.plan = json.loads(plan_text)
-            module = compile_module(src)
+            module = compile_module(src, arch)
             self.scratch = {}
             for s in self.plan.get("scratch", []):
                 n = evaluate(s["size"], dims)
@@ -619,7 +627,7 @@ def worker_main(args):
             tensors = {s["name"]: t for s, t in zip(prob["inputs"], st["inputs"])}
             tensors[spec["name"]] = out
             try:
-                plan = Plan(task["source"], task["launch"], tensors, st["dims"])
+                plan = Plan(task["source"], task["launch"], tensors, st["dims"], task.get("arch", "sm_90"))
             except RuntimeError as e:
                 raise RuntimeError(str(e)) from None
             sticky = True  # from here on a failure may have poisoned the context
@@ -660,8 +668,8 @@ def worker_main(args):
 # Orchestrator: no torch here; workers do the GPU work.
 def _precompile(job):
     """NVRTC only (no CUDA context): source -> cubin file; returns (key, error or None)."""
-    src, out_dir = job
-    key = hashlib.sha1(src.encode()).hexdigest()
+    src, arch, out_dir = job
+    key = source_key(src, arch)
     try:
         try:
             from cuda.bindings import nvrtc
@@ -669,7 +677,7 @@ def _precompile(job):
             from cuda import nvrtc
         val = lambda e: e.value if hasattr(e, "value") else int(e)
         err, prog = nvrtc.nvrtcCreateProgram(src.encode(), b"candidate.cu", 0, [], [])
-        opts = [o.encode() for o in NVRTC_OPTIONS]
+        opts = [o.encode() for o in nvrtc_options(arch)]
         (err,) = nvrtc.nvrtcCompileProgram(prog, len(opts), opts)
         if val(err) != 0:
             return key, "compile error"  # the worker compiles again and reports the log
@@ -738,12 +746,12 @@ def orchestrate(args):
         json.dump(tasks, f)
     print("%d tasks" % len(tasks), file=sys.stderr)
     cubin_dir = tempfile.mkdtemp(prefix="sbs_cubins_")
-    sources = sorted({t["source"] for t in tasks})
+    sources = sorted({(t["source"], t.get("arch", "sm_90")) for t in tasks})
     t0 = time.time()
     try:
         import multiprocessing as mp
         with mp.get_context("spawn").Pool(max(1, args.jobs)) as pool:
-            errs = [e for _, e in pool.map(_precompile, [(s, cubin_dir) for s in sources]) if e]
+            errs = [e for _, e in pool.map(_precompile, [(s, a, cubin_dir) for s, a in sources]) if e]
         print("precompiled %d sources in %.1f s (%d failed)" % (len(sources), time.time() - t0, len(errs)), file=sys.stderr)
     except Exception as e:
         print("precompilation skipped: %s" % e, file=sys.stderr)

@@ -55,6 +55,8 @@ tune options:
   --wall <seconds>     also stop after this much wall-clock time
   --best-out <file>    write the best kernel of each shape (source, launch plan, params, family, problem
                        directory) as JSON, the format bench/side_by_side.py --kernels reads
+  --focus <shapes>     tune for these benchmark shapes only (comma-separated names; the smoke and
+                       odd shapes are still checked): one search per group of similar sizes
   --progress           always draw the progress line on stderr
   --no-progress        never draw it (default: draw it when stderr is a terminal)
 
@@ -127,6 +129,7 @@ struct tune_options {
   std::optional<bool> progress;  ///< unset: draw when stderr is a terminal
   unsigned slow_eval_ms = 0;     ///< test hook, see slowed_evaluator
   std::optional<std::filesystem::path> best_out;
+  std::vector<std::string> focus;  ///< benchmark shapes to tune for (empty: all)
 };
 
 std::uint64_t parse_count(std::string_view option, std::string_view text, std::string_view example) {
@@ -224,6 +227,14 @@ tune_options parse_tune(std::vector<std::string_view> const& args) {
       const double w = std::strtod(v.c_str(), &end);
       if (!end || *end || !(w > 0)) throw usage_error("--wall '" + v + "': give a positive number of seconds");
       o.limits.wall_seconds = w;
+    } else if (name == "--focus") {
+      const std::string v(value());
+      for (std::size_t b = 0; b <= v.size();) {
+        const auto e = std::min(v.find(',', b), v.size());
+        if (e == b) throw usage_error("--focus '" + v + "': give shape names separated by commas");
+        o.focus.push_back(v.substr(b, e - b));
+        b = e + 1;
+      }
     } else if (name == "--resume") {
       flag();
       o.resume = true;
@@ -502,9 +513,18 @@ int tune(tune_options const& o) {
   std::optional<synthetic_landscape> land;
   std::optional<problem> loaded;
   if (synthetic_problem_name) {
+    if (!o.focus.empty())
+      throw usage_error("--focus names shapes of a problem directory; the synthetic problem has none to choose");
     land.emplace(synthetic_problem(o.problem));
   } else {
     loaded = load_problem(problem_directory(o.problem, o.backend));
+    if (!o.focus.empty()) {
+      try {
+        loaded = focused_on(std::move(*loaded), o.focus);
+      } catch (error const& e) {
+        throw usage_error(std::string("--focus: ") + e.what());
+      }
+    }
   }
   problem const& prob = land ? land->get_problem() : *loaded;
   const std::string backend = !o.backend.empty() ? o.backend : land ? "synthetic" : prob.backend;

@@ -10,7 +10,9 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 #include <kernelbrain/core/error.hpp>
+#include <kernelbrain/defaults/multi_rung_ladder.hpp>
 #include <kernelbrain/io/problem_loader.hpp>
 
 namespace fs = std::filesystem;
@@ -77,4 +79,31 @@ TEST_CASE("CUDA problem fields keep the loader strict") {
   CHECK(with("\"dtype\": \"f32\"", "\"dtype\": \"f64\"").find("not one of f32, f16") != std::string::npos);
   CHECK(with("\"nvrtc_check\"", "\"nvrtc_chek\"").find("did you mean 'nvrtc_check'") != std::string::npos);
   fs::remove_all(dir);
+}
+
+TEST_CASE("the standard ladder times benchmark shapes, and --focus narrows a problem to some of them") {
+  const auto p = load_problem(fs::path(KB_SOURCE_DIR) / "examples" / "cuda_problems" / "softmax");
+  auto names = [&](problem const& q, std::vector<std::size_t> const& idx) {
+    std::vector<std::string> n;
+    for (auto i : idx) n.push_back(q.shapes.at(i).name);
+    return n;
+  };
+  const auto full = multi_rung_ladder::standard(p);
+  REQUIRE(full.rungs().size() == 3);
+  // smoke: the cheapest benchmark shape, not the launch-bound correctness shapes
+  CHECK(names(p, full.rungs()[0].shapes) == std::vector<std::string>{"16x16384"});
+  CHECK(names(p, full.rungs()[1].shapes) == std::vector<std::string>{"16x16384", "4096x65536", "4096x393216"});
+  CHECK(full.rungs()[2].shapes.size() == p.shapes.size());
+
+  const auto big = focused_on(p, {"4096x393216"});
+  CHECK(big.shapes.size() == p.shapes.size() - 2);  // the two other benchmark shapes are gone
+  for (auto const& s : big.shapes)
+    CHECK((s.tier == "smoke" || s.tier == "odd" || s.name == "4096x393216"));
+  const auto ladder = multi_rung_ladder::standard(big);
+  CHECK(names(big, ladder.rungs()[0].shapes) == std::vector<std::string>{"4096x393216"});
+  CHECK(names(big, ladder.rungs()[1].shapes) == std::vector<std::string>{"4096x393216"});
+
+  CHECK_THROWS_WITH_AS(focused_on(p, {"4096x65537"}),
+                       doctest::Contains("not one of its benchmark shapes (16x16384, 4096x65536, 4096x393216)"), error);
+  CHECK_THROWS_WITH_AS(focused_on(p, {"smoke"}), doctest::Contains("not one of its benchmark shapes"), error);
 }

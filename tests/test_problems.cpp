@@ -587,6 +587,7 @@ TEST_CASE("load_problem names the file and the field of every malformed part") {
       {R"("shapes": [)", R"("shapes": [], "x": [)", {"unknown field 'x'"}},
       // the rest
       {R"("backend": "host")", R"("backend": "gpu")", {"backend: unknown backend 'gpu'", "host, cuda"}},
+      {R"("backend": "host")", R"("backend": "host", "arch": "sm_80")", {"arch: 'sm_80' is not one of sm_90, sm_90a"}},
       {R"("rtol": 1e-4)", R"("rtol": -1e-4)", {"tolerance.rtol: must be a finite number >= 0"}},
       {R"("bytes_per_second": 1e11)",
        R"("bytes_per_second": null)",

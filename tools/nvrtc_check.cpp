@@ -71,14 +71,16 @@ struct compile_result {
 
 std::string g_cubin_dir;  // --cubin-dir: where to write each instance's cubin (for cuobjdump -sass)
 
-compile_result compile(std::string const& source, std::string const& name, std::string const& cubin_name = {}) {
+compile_result compile(std::string const& source, std::string const& name, std::string const& arch,
+                       std::string const& cubin_name = {}) {
   compile_result r;
   nvrtcProgram prog;
   if (nvrtcCreateProgram(&prog, source.c_str(), name.c_str(), 0, nullptr, nullptr) != NVRTC_SUCCESS) {
     r.log = "nvrtcCreateProgram failed";
     return r;
   }
-  const char* opts[] = {"--gpu-architecture=sm_90", "-default-device", "--std=c++17", "--ptxas-options=-v"};
+  const std::string arch_opt = "--gpu-architecture=" + arch;
+  const char* opts[] = {arch_opt.c_str(), "-default-device", "--std=c++17", "--ptxas-options=-v"};
   const auto rc = nvrtcCompileProgram(prog, 4, opts);
   std::size_t n = 0;
   nvrtcGetProgramLogSize(prog, &n);
@@ -166,6 +168,7 @@ struct problem_info {
   std::vector<std::pair<std::string, std::map<std::string, std::int64_t>>> shapes;
   int max_spill = 0;
   int max_regs = 255;
+  std::string arch = "sm_90";  // "arch" in problem.json
 };
 
 kb::symbol_lookup lookup_of(std::map<std::string, std::int64_t> const& env) {
@@ -285,6 +288,7 @@ problem_info load_problem(std::string const& dir, json::object const& pj) {
   problem_info P;
   P.dir = dir;
   P.name = std::string(pj.at("name").as_string());
+  if (pj.contains("arch")) P.arch = std::string(pj.at("arch").as_string());
   for (auto const& d : pj.at("dims").as_array()) P.dims.emplace_back(d.as_string());
   for (auto const* key : {"inputs", "outputs"})
     for (auto const& t : pj.at(key).as_array()) {
@@ -429,7 +433,7 @@ int main(int argc, char** argv) {
       auto const& j = jobs[i];
       std::string cubin_name;
       for (char c : j.label) cubin_name += (std::isalnum(static_cast<unsigned char>(c)) || c == '=' || c == ',') ? c : '_';
-      auto cr = compile(j.source, "candidate.cu", cubin_name + ".cubin");
+      auto cr = compile(j.source, "candidate.cu", j.P->arch, cubin_name + ".cubin");
       std::vector<std::string> errs;
       std::string summary;
       std::ostringstream res;

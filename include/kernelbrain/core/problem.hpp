@@ -1,5 +1,6 @@
 // What is being optimised: signature, shapes, tolerance, roofline cost model, expert catalogue.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -76,7 +77,8 @@ struct problem {
   std::string reference_source;          ///< trusted reference implementation (backend language)
   std::string reference_launch;          ///< the reference's launch plan as JSON text (CUDA); "" for host
   std::string description;               ///< prose for people and LLM prompts
-  /// Backend settings from the problem file: "precision" (fp32, tf32, 3xtf32, fp16),
+  /// Backend settings from the problem file: "precision" (fp32, tf32, 3xtf32, fp16), "arch"
+  /// (sm_90, or sm_90a for Hopper-only instructions such as wgmma: the NVRTC target),
   /// "nvrtc_check.max_spill_bytes", "nvrtc_check.max_registers".
   std::map<std::string, std::string> options;
   std::string backend;                   ///< "synthetic", "host", "cuda": which evaluator runs it
@@ -98,5 +100,24 @@ struct problem {
       if (h.templ) h.templ->space.validate("problem '" + name + "', hint '" + h.name + "'");
   }
 };
+
+/// `p` narrowed to the benchmark shapes named in `keep` plus every correctness shape (tiers "smoke"
+/// and "odd"): a search that tunes for those sizes only, behind the same gate. Throws
+/// kernelbrain::error for a name that is not one of its benchmark shapes, listing them.
+[[nodiscard]] inline problem focused_on(problem p, std::vector<std::string> const& keep) {
+  auto is_check = [](shape const& s) { return s.tier == "smoke" || s.tier == "odd"; };
+  std::string known;
+  for (auto const& s : p.shapes)
+    if (!is_check(s)) known += (known.empty() ? "" : ", ") + s.name;
+  for (auto const& k : keep) {
+    auto it = std::find_if(p.shapes.begin(), p.shapes.end(), [&](shape const& s) { return s.name == k; });
+    if (it == p.shapes.end() || is_check(*it))
+      throw error("problem '" + p.name + "': '" + k + "' is not one of its benchmark shapes (" + known + ")");
+  }
+  std::erase_if(p.shapes, [&](shape const& s) {
+    return !is_check(s) && std::find(keep.begin(), keep.end(), s.name) == keep.end();
+  });
+  return p;
+}
 
 }  // namespace kernelbrain

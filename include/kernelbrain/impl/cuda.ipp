@@ -421,6 +421,12 @@ struct cuda_evaluator::state {
     if (prob.backend != "cuda") throw error(where("it is for backend '" + prob.backend + "'"));
     if (prob.reference_source.empty() || prob.reference_launch.empty())
       throw error(where("needs a reference {source, launch}"));
+    if (auto a = prob.options.find("arch"); a != prob.options.end()) {  // the problem's NVRTC target
+      bool set = false;
+      for (auto& o : opt.nvrtc_options)
+        if (o.starts_with("--gpu-architecture=")) { o = "--gpu-architecture=" + a->second; set = true; }
+      if (!set) opt.nvrtc_options.push_back("--gpu-architecture=" + a->second);
+    }
     cache = (fs::path(opt.cache_dir.empty() ? default_cache_dir() : opt.cache_dir) / "cuda").string();
     std::error_code ec;
     fs::create_directories(cache, ec);

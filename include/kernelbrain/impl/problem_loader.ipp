@@ -566,7 +566,7 @@ inline problem parse(reader const& r, json::value const& doc) {
   auto const& top = doc.get_object();
   r.only(top, "",
          {"name", "backend", "signature", "description", "dims", "inputs", "outputs", "shapes", "tolerance", "cost",
-          "machine", "reference", "seed", "catalogue", "precision", "nvrtc_check"});
+          "machine", "reference", "seed", "catalogue", "precision", "arch", "nvrtc_check"});
   problem p;
   if (auto const* d = reader::optional(top, "description")) p.description = r.string(*d, "description", true);
   p.name = r.string(r.required(top, "", "name"), "name");
@@ -602,6 +602,12 @@ inline problem parse(reader const& r, json::value const& doc) {
     if (v != "fp32" && v != "tf32" && v != "3xtf32" && v != "fp16")
       r.fail("precision", "'" + v + "' is not one of fp32, tf32, 3xtf32, fp16");
     p.options["precision"] = v;
+  }
+  if (auto const* ar = reader::optional(top, "arch")) {
+    const auto v = r.string(*ar, "arch");
+    if (v != "sm_90" && v != "sm_90a")
+      r.fail("arch", "'" + v + "' is not one of sm_90, sm_90a (sm_90a: Hopper-only instructions such as wgmma)");
+    p.options["arch"] = v;
   }
   if (auto const* nc = reader::optional(top, "nvrtc_check")) {
     auto const& no = r.object(*nc, "nvrtc_check");
