@@ -311,15 +311,22 @@ struct cuda_evaluator::state {
     return std::filesystem::is_regular_file(base + ".cubin", ec) && std::filesystem::is_regular_file(base + ".log", ec);
   }
 
-  /// Runs a claimed job (started == true) on this thread and publishes its result.
+  /// Runs a claimed job (started == true) on this thread and publishes its result. A successful
+  /// job is forgotten (its cubin is in the disk cache); a failed one stays, so that its verdict is
+  /// not paid for twice (failures are not cached on disk: a killed compile depends on the limit).
   void run_job(std::uint64_t key, std::shared_ptr<compile_job> const& j) {
+    bool ok = false;
     try {
-      j->done.set_value(compile_now(key, j->source));
+      auto c = compile_now(key, j->source);
+      ok = static_cast<bool>(c.result);
+      j->done.set_value(std::move(c));
     } catch (...) {
       j->done.set_exception(std::current_exception());
     }
-    std::lock_guard lk(cmu);
-    jobs.erase(key);
+    if (ok) {
+      std::lock_guard lk(cmu);
+      jobs.erase(key);
+    }
   }
 
   void pool_main() {
