@@ -361,7 +361,7 @@ std::string fixed(double v, int digits) {
 
 void print_summary(tune_options const& o, std::string const& backend, std::string const& strategy, std::string const& problem_name,
                    search_result const& r, progress_line const& progress, std::span<rung const> rungs,
-                   jsonl_journal const* journal) {
+                   jsonl_journal const* journal, std::string const& backend_note) {
   std::printf("kernelbrain tune %s (backend %s)\n", problem_name.c_str(), backend.c_str());
   row("strategy", strategy);
   row("seed", std::to_string(o.seed));
@@ -377,6 +377,8 @@ void print_summary(tune_options const& o, std::string const& backend, std::strin
   row("rejected", std::to_string(r.counters.rejected) + (stages.empty() ? "" : " (" + stages + ")"));
   row("promotions", std::to_string(r.counters.promotions));
   row("device seconds", fixed(r.used.device_seconds, 3));
+  row("wall seconds", fixed(r.used.wall_seconds, 1));
+  if (!backend_note.empty()) row("backend", backend_note);
   if (r.best && r.best_score) {
     auto const& c = r.best->cand;
     row("best candidate", c.id.str());
@@ -595,7 +597,13 @@ int tune(tune_options const& o) {
   }
   progress.finish();
   if (journal) journal->throw_if_failed();
-  print_summary(o, backend, strategy.canonical(), problem_name, r, progress, ladder, journal ? &*journal : nullptr);
+  std::string backend_note;
+  if (auto const* cu = dynamic_cast<cuda_evaluator const*>(backend_ev.get()))
+    backend_note = std::to_string(cu->compiles()) + " NVRTC compiles (ahead, in parallel), " +
+                   std::to_string(cu->cache_hits()) + " cache hits, " + std::to_string(cu->worker_starts()) +
+                   " worker starts";
+  print_summary(o, backend, strategy.canonical(), problem_name, r, progress, ladder, journal ? &*journal : nullptr,
+                backend_note);
   print_shapes(prob, r);
   if (o.best_out) write_best(*o.best_out, prob, shape_best);
   return 0;
