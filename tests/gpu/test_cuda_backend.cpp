@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 #include <kernelbrain/core/candidate.hpp>
 #include <kernelbrain/evaluate/cuda.hpp>
@@ -181,6 +182,33 @@ TEST_CASE("cuda backend: prefetched candidates compile in parallel, once each, a
   const auto v = ev.check(cs[2], shapes, 1, 5);
   INFO(v.detail);
   CHECK(v.where == stage::pass);
+  fs::remove_all(o.cache_dir);
+}
+
+TEST_CASE("cuda backend: two evaluators sharing a cache compile the same sources at once without harm") {
+  // As two searches on two GPUs do: a reader must never take a half-written cubin or log for a hit
+  // (it once did: an empty ptxas log made correct kernels look like "the source does not define").
+  const auto p = softmax();
+  cuda_options o;
+  o.cache_dir = (fs::temp_directory_path() / ("kb_gpu_shared_cache_" + std::to_string(::getpid()))).string();
+  cuda_evaluator a(p, o), b(p, o);
+  std::vector<candidate> cs;
+  for (int i = 0; i < 12; ++i)
+    cs.push_back(cand(softmax_body("", "yr[c] = expf(xr[c] - m) / sum * (1.0f + " + std::to_string(i) + "e-8f);")));
+  std::vector<verdict> va(cs.size()), vb(cs.size());
+  {
+    std::thread ta([&] { for (std::size_t i = 0; i < cs.size(); ++i) va[i] = a.build(cs[i]); });
+    std::thread tb([&] { for (std::size_t i = 0; i < cs.size(); ++i) vb[i] = b.build(cs[i]); });
+    ta.join();
+    tb.join();
+  }
+  for (std::size_t i = 0; i < cs.size(); ++i) {
+    INFO(i, ": ", va[i].detail, " / ", vb[i].detail);
+    CHECK(va[i].where == stage::pass);
+    CHECK(vb[i].where == stage::pass);
+  }
+  for (auto const& e : fs::directory_iterator(fs::path(o.cache_dir) / "cuda"))  // no temporary left behind
+    CHECK(e.path().filename().string().find(".tmp") == std::string::npos);
   fs::remove_all(o.cache_dir);
 }
 

@@ -2,6 +2,8 @@
 // header and no CUDA library here: compiles and kernels run in kernelbrain-cuda-worker processes.
 // Compiled once, from kernelbrain/src.hpp; never include this anywhere else.
 #pragma once
+#include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -387,12 +389,33 @@ struct cuda_evaluator::state {
     return j->result.get();
   }
 
+  /// An exclusive lock on `<key>.lock` for the lifetime of the object (flock: released by close, so
+  /// a killed holder never leaves it taken). No lock (a no-op) where the file cannot be opened.
+  struct key_lock {
+    int fd = -1;
+    explicit key_lock(std::string const& path) : fd(::open(path.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0644)) {
+      if (fd >= 0)
+        while (::flock(fd, LOCK_EX) != 0 && errno == EINTR) {
+        }
+    }
+    ~key_lock() {
+      if (fd >= 0) ::close(fd);
+    }
+    key_lock(key_lock const&) = delete;
+    key_lock& operator=(key_lock const&) = delete;
+  };
+
   compiled compile_now(std::uint64_t key, std::string const& source) {
     namespace fs = std::filesystem;
     compiled c;
     const auto base = cache_base(key);
     c.cubin = base + ".cubin";
     std::error_code ec;
+    // One compile of a key at a time across processes and evaluators sharing the cache (two
+    // searches on two GPUs): the second waits and then finds the first one's result. Concurrent
+    // compiles of one key lost their ptxas report on the H200 machine (kernels then looked
+    // undefined); within one evaluator `jobs` already serialises a key.
+    const key_lock lock(base + ".lock");
     if (fs::is_regular_file(c.cubin, ec) && fs::is_regular_file(base + ".log", ec)) {
       std::ifstream in(base + ".log");
       std::stringstream ss;
@@ -402,23 +425,42 @@ struct cuda_evaluator::state {
       return c;
     }
     ++compiles;
-    const auto src = base + ".cu";
+    // Several searches may share the cache (one per GPU): everything is written under names of this
+    // process and thread, then renamed into place (atomic), cubin before log, because a reader
+    // takes the pair as a hit only when both exist. A reader never sees a half-written file.
+    static std::atomic<std::uint64_t> serial{0};
+    const auto tmp = base + ".tmp" + std::to_string(::getpid()) + "-" + std::to_string(serial++);
+    const auto src = tmp + ".cu", cubin = tmp + ".cubin", log = tmp + ".log";
     std::ofstream(src, std::ios::binary) << source;
-    std::vector<std::string> argv = {worker_exe, "--compile", src, c.cubin};
+    std::vector<std::string> argv = {worker_exe, "--compile", src, cubin};
     for (auto const& o : opt.nvrtc_options) argv.push_back(o);
     const auto r = run_captured(argv, detail::cuda::millis(opt.compile_timeout), 256 * 1024);
     c.log = r.output;
+    auto cleanup = [&] {
+      fs::remove(src, ec);
+      fs::remove(cubin, ec);
+      fs::remove(log, ec);
+    };
     if (r.timed_out) {
+      cleanup();
       c.result = verdict::reject(stage::compile, "NVRTC did not finish within " + std::to_string(opt.compile_timeout) +
                                                      " s and was killed");
       return c;
     }
-    if (!r.succeeded() || !fs::is_regular_file(c.cubin, ec)) {
+    if (!r.succeeded() || !fs::is_regular_file(cubin, ec)) {
+      cleanup();
       std::string tail = r.output.size() > 4000 ? r.output.substr(0, 4000) + "..." : r.output;
       c.result = verdict::reject(stage::compile, "NVRTC failed (" + (r.started ? describe_wait_status(r.wait_status) : std::string("not started")) + "): " + tail);
       return c;
     }
-    std::ofstream(base + ".log") << c.log;
+    std::ofstream(log) << c.log;
+    fs::rename(cubin, c.cubin, ec);
+    if (!ec) fs::rename(log, base + ".log", ec);
+    if (ec) {  // keep going with this process's copy; the cache just misses next time
+      c.cubin = cubin;
+      fs::remove(log, ec);
+    }
+    fs::remove(src, ec);
     return c;
   }
 
@@ -512,8 +554,12 @@ struct cuda_evaluator::state {
       for (auto const& l : b.plans.back().launches) {
         auto it = std::find_if(kernels.begin(), kernels.end(), [&](auto const& k) { return k.first == l.kernel; });
         if (it == kernels.end()) {
-          b.result = verdict::reject(stage::signature, "the launch plan names kernel '" + l.kernel +
-                                                           "', which the source does not define as extern \"C\" __global__");
+          std::string found;
+          for (auto const& k : kernels) found += (found.empty() ? "" : ", ") + k.first;
+          b.result = verdict::reject(
+              stage::signature, "the launch plan names kernel '" + l.kernel +
+                                    "', which the source does not define as extern \"C\" __global__ (entry points: " +
+                                    (found.empty() ? "none; compiler log: '" + cc.log.substr(0, 300) + "'" : found) + ")");
           break;
         }
         regs = std::max(regs, it->second.registers);
