@@ -205,14 +205,21 @@ TEST_CASE("generator failures are events, and a dry generator ends the search") 
 }
 
 namespace {
-/// Times every shape at 1 ns: far below the synthetic roofline floor.
-struct too_fast_evaluator final : evaluator {
+/// Forwards everything to a synthetic evaluator; tests override what they watch or break.
+struct forwarding_evaluator : evaluator {
   synthetic_evaluator inner{landscape()};
-  std::string fingerprint() const override { return "too-fast"; }
+  std::string fingerprint() const override { return inner.fingerprint(); }
   verdict build(candidate const& c) override { return inner.build(c); }
   verdict check(candidate const& c, std::span<std::size_t const> s, int t, std::uint64_t seed) override {
     return inner.check(c, s, t, seed);
   }
+  measurement measure(candidate const& c, rung const& r, measure_request const& q) override { return inner.measure(c, r, q); }
+  baseline measure_baseline(problem const& p) override { return inner.measure_baseline(p); }
+  double take_device_seconds() override { return inner.take_device_seconds(); }
+};
+
+/// Times every shape at 1 ns: far below the synthetic roofline floor.
+struct too_fast_evaluator final : forwarding_evaluator {
   measurement measure(candidate const& c, rung const& r, measure_request const& q) override {
     auto m = inner.measure(c, r, q);
     if (c.params.at("BLOCK") == 64) {
@@ -221,8 +228,6 @@ struct too_fast_evaluator final : evaluator {
     if (c.params.at("BLOCK") == 128 && c.params.at("VEC") == 2) throw std::runtime_error("device lost");
     return m;
   }
-  baseline measure_baseline(problem const& p) override { return inner.measure_baseline(p); }
-  double take_device_seconds() override { return inner.take_device_seconds(); }
 };
 }  // namespace
 
@@ -298,13 +303,11 @@ TEST_CASE("generation and evaluation overlap, each policy is called from one thr
 
 namespace {
 /// Records prefetch hints (search thread) and builds (evaluation thread).
-struct prefetch_recorder final : evaluator {
-  synthetic_evaluator inner{landscape()};
+struct prefetch_recorder final : forwarding_evaluator {
   std::mutex mu;
   std::vector<candidate_id> hinted, built;
   std::set<std::thread::id> hint_threads;
   std::size_t built_before_hint = 0;
-  std::string fingerprint() const override { return "prefetch-recorder"; }
   void prefetch(candidate const& c) override {
     std::lock_guard lk(mu);
     hinted.push_back(c.id);
@@ -318,12 +321,6 @@ struct prefetch_recorder final : evaluator {
     }
     return inner.build(c);
   }
-  verdict check(candidate const& c, std::span<std::size_t const> s, int t, std::uint64_t seed) override {
-    return inner.check(c, s, t, seed);
-  }
-  measurement measure(candidate const& c, rung const& r, measure_request const& q) override { return inner.measure(c, r, q); }
-  baseline measure_baseline(problem const& p) override { return inner.measure_baseline(p); }
-  double take_device_seconds() override { return inner.take_device_seconds(); }
 };
 }  // namespace
 

@@ -55,6 +55,15 @@ extern "C" __global__ void k(float* x, float* y, long long R, long long C) {
 
 const std::size_t shapes[] = {0, 1};
 
+/// `n` correct softmaxes with distinct sources (each scales by 1 + i * 10^exponent: a different
+/// constant, the same result within tolerance).
+std::vector<candidate> distinct_softmaxes(int n, std::string const& exponent) {
+  std::vector<candidate> cs;
+  for (int i = 0; i < n; ++i)
+    cs.push_back(cand(softmax_body("", "yr[c] = expf(xr[c] - m) / sum * (1.0f + " + std::to_string(i) + exponent + ");")));
+  return cs;
+}
+
 }  // namespace
 
 TEST_CASE("cuda backend: a bad-kernel corpus is rejected at the right stage, a correct kernel passes") {
@@ -164,9 +173,7 @@ TEST_CASE("cuda backend: prefetched candidates compile in parallel, once each, a
   o.cache_dir = (fs::temp_directory_path() / ("kb_gpu_prefetch_cache_" + std::to_string(::getpid()))).string();
   cuda_evaluator ev(p, o);
   const auto after_setup = ev.compiles();  // the reference
-  std::vector<candidate> cs;
-  for (int i = 0; i < 6; ++i)  // distinct sources: a different constant in each
-    cs.push_back(cand(softmax_body("", "yr[c] = expf(xr[c] - m) / sum * (1.0f + " + std::to_string(i) + "e-9f);")));
+  auto cs = distinct_softmaxes(6, "e-9f");
   cs.push_back(cand("extern \"C\" __global__ void k(float* x) { this does not compile }"));
   for (auto const& c : cs) ev.prefetch(c);
   for (auto const& c : cs) ev.prefetch(c);  // a second hint for the same source is ignored
@@ -192,9 +199,7 @@ TEST_CASE("cuda backend: two evaluators sharing a cache compile the same sources
   cuda_options o;
   o.cache_dir = (fs::temp_directory_path() / ("kb_gpu_shared_cache_" + std::to_string(::getpid()))).string();
   cuda_evaluator a(p, o), b(p, o);
-  std::vector<candidate> cs;
-  for (int i = 0; i < 12; ++i)
-    cs.push_back(cand(softmax_body("", "yr[c] = expf(xr[c] - m) / sum * (1.0f + " + std::to_string(i) + "e-8f);")));
+  const auto cs = distinct_softmaxes(12, "e-8f");
   std::vector<verdict> va(cs.size()), vb(cs.size());
   {
     std::thread ta([&] { for (std::size_t i = 0; i < cs.size(); ++i) va[i] = a.build(cs[i]); });
