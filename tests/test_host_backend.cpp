@@ -370,6 +370,46 @@ TEST_CASE("host backend: compiled artifacts are cached on disk by source, flags 
   CHECK(other_flags.compiles() == 2);
 }
 
+TEST_CASE("host backend: prefetched candidates compile in the background, once each, and build from the result") {
+  auto const p = scale_rows();
+  auto o = test_options();
+  o.cache_dir = (fs::path(cache_dir()) / "prefetch-test").string();
+  o.compile_threads = 2;
+  fs::remove_all(o.cache_dir);
+  host_evaluator ev(p, o);
+  const auto after_setup = ev.compiles();  // the reference
+  std::vector<candidate> cs;
+  for (int i = 0; i < 4; ++i)  // distinct correct sources
+    cs.push_back(from_source(corpus("correct") + "\n// variant " + std::to_string(i) + "\n"));
+  cs.push_back(from_source(corpus("compile_error")));
+  const auto forbidden = from_source(corpus("forbidden_include"));
+  for (auto const& c : cs) ev.prefetch(c);
+  for (auto const& c : cs) ev.prefetch(c);  // a second hint is ignored
+  ev.prefetch(forbidden);                  // the source policy refuses it: never compiled
+  // Before any build: the four correct candidates' artifacts appear in the cache on their own.
+  auto artifacts = [&] {
+    std::size_t n = 0;
+    for (auto const& e : fs::directory_iterator(ev.cache_directory()))
+      if (e.path().extension() == ".so") ++n;
+    return n;
+  };
+  const auto t0 = std::chrono::steady_clock::now();
+  while (artifacts() < 1 + 4 && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(120))
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  CHECK(artifacts() == 1 + 4);  // the reference and the four, compiled in the background
+  for (std::size_t i = 0; i + 1 < cs.size(); ++i) {
+    const auto v = ev.build(cs[i]);
+    INFO(v.detail);
+    CHECK(v.passed());
+  }
+  const auto bad = ev.build(cs.back());
+  CHECK(bad.where == stage::compile);
+  CHECK(ev.build(forbidden).where == stage::policy);
+  CHECK(ev.compiles() - after_setup == cs.size());  // each admitted source compiled exactly once
+  CHECK(ev.check(cs[1], std::vector<std::size_t>{0, 1}, 2, 9).passed());
+  fs::remove_all(o.cache_dir);
+}
+
 TEST_CASE("host backend: the static source policy") {
   host_source_policy pol;
   auto pass = [&](std::string const& src) { return inspect_host_source(src, pol).passed(); };

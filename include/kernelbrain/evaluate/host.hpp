@@ -29,6 +29,10 @@ struct host_options {
   // -- limits
   double compile_timeout = 60;  ///< wall-clock seconds per compile, then the compiler is killed
   std::uint64_t compile_memory = std::uint64_t{2} << 30;  ///< compiler address space
+  /// Background compiles of proposed candidates (evaluator::prefetch). 0, the default: none — here
+  /// the timings run on the CPU too, and a compiler running beside them disturbs them (on two cores
+  /// it made searches slower, not faster). Give it spare cores only.
+  unsigned compile_threads = 0;
   double run_timeout = 10;  ///< seconds one kernel call may take before the watchdog kills the worker
   std::uint64_t candidate_memory = std::uint64_t{2}
                                    << 30;  ///< address space a candidate may allocate (std::bad_alloc beyond)
@@ -56,6 +60,9 @@ class host_evaluator final : public evaluator {
 
   [[nodiscard]] std::string fingerprint() const override;
   [[nodiscard]] verdict inspect(candidate const& c) override;
+  /// Starts compiling `c` in the background if host_options::compile_threads > 0 and the source
+  /// policy admits it.
+  void prefetch(candidate const& c) override;
   [[nodiscard]] verdict build(candidate const& c) override;
   [[nodiscard]] verdict check(candidate const& c, std::span<std::size_t const> shapes, int trials,
                               std::uint64_t seed) override;

@@ -11,22 +11,19 @@
 #include <boost/json/parse.hpp>
 #include <boost/json/value.hpp>
 #include <cmath>
-#include <condition_variable>
-#include <deque>
 #include <filesystem>
 #include <fstream>
-#include <future>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <regex>
 #include <sstream>
-#include <thread>
 #include <unordered_map>
 #include "kernelbrain/core/error.hpp"
 #include "kernelbrain/core/expr.hpp"
 #include "kernelbrain/core/hash.hpp"
 #include "kernelbrain/core/statistics.hpp"
+#include "kernelbrain/detail/compile_pool.hpp"
 #include "kernelbrain/evaluate/cuda.hpp"
 #include "kernelbrain/evaluate/cuda_protocol.hpp"
 #include "kernelbrain/evaluate/worker_process.hpp"
@@ -280,29 +277,8 @@ struct cuda_evaluator::state {
     std::string cubin, log;
   };
 
-  // ---- Compiles: a pool of background compiles fed by prefetch(), deduplicated by content key. ----
-  // Every compile of a key, background or inline, goes through `jobs`, so one key never has two
-  // NVRTC processes writing the same cache files; build() on the evaluation thread either takes a
-  // finished or running job's result or, when its job is still queued, runs it inline.
-  struct compile_job {
-    std::string source;
-    bool started = false;
-    std::promise<compiled> done;
-    std::shared_future<compiled> result = done.get_future().share();
-  };
-  std::mutex cmu;  ///< guards jobs, queue, pool, closing (never held while compiling)
-  std::condition_variable ccv;
-  std::unordered_map<std::uint64_t, std::shared_ptr<compile_job>> jobs;
-  std::deque<std::uint64_t> queue;
-  std::vector<std::thread> pool;
-  bool closing = false;
-
-  ~state() {
-    { std::lock_guard lk(cmu); closing = true; }
-    ccv.notify_all();
-    for (auto& t : pool) t.join();
-  }
-
+  // ---- Compiles: a pool of background compiles fed by prefetch(), deduplicated by content key
+  // (`pool`, declared last so that its threads stop before anything they use goes away). ----
   std::uint64_t compile_key(std::string const& source) const {
     return detail::cuda::hash_text(source + "\n//" + options_text() + "\n//" + nvrtc_version);
   }
@@ -313,80 +289,18 @@ struct cuda_evaluator::state {
     return std::filesystem::is_regular_file(base + ".cubin", ec) && std::filesystem::is_regular_file(base + ".log", ec);
   }
 
-  /// Runs a claimed job (started == true) on this thread and publishes its result. A successful
-  /// job is forgotten (its cubin is in the disk cache); a failed one stays, so that its verdict is
-  /// not paid for twice (failures are not cached on disk: a killed compile depends on the limit).
-  void run_job(std::uint64_t key, std::shared_ptr<compile_job> const& j) {
-    bool ok = false;
-    try {
-      auto c = compile_now(key, j->source);
-      ok = static_cast<bool>(c.result);
-      j->done.set_value(std::move(c));
-    } catch (...) {
-      j->done.set_exception(std::current_exception());
-    }
-    if (ok) {
-      std::lock_guard lk(cmu);
-      jobs.erase(key);
-    }
-  }
-
-  void pool_main() {
-    for (;;) {
-      std::uint64_t key = 0;
-      std::shared_ptr<compile_job> j;
-      {
-        std::unique_lock lk(cmu);
-        ccv.wait(lk, [&] { return closing || !queue.empty(); });
-        if (closing) return;
-        key = queue.front();
-        queue.pop_front();
-        auto it = jobs.find(key);
-        if (it == jobs.end() || it->second->started) continue;  // taken inline meanwhile
-        j = it->second;
-        j->started = true;
-      }
-      run_job(key, j);
-    }
-  }
-
   /// Queues a background compile of `source` unless it is cached, queued or running.
   void prefetch(std::string const& source) {
     if (source.empty()) return;
     const auto key = compile_key(source);
     if (cached_on_disk(key)) return;
-    std::lock_guard lk(cmu);
-    if (closing || jobs.contains(key)) return;
-    auto j = std::make_shared<compile_job>();
-    j->source = source;
-    jobs.emplace(key, std::move(j));
-    queue.push_back(key);
-    if (pool.empty()) {
-      const unsigned n = std::clamp(std::thread::hardware_concurrency(), 2u, 17u) - 1;  // leave a core
-      for (unsigned i = 0; i < n; ++i) pool.emplace_back([this] { pool_main(); });
-    }
-    ccv.notify_one();
+    pool.prefetch(key, [this, key, source] { return compile_now(key, source); });
   }
 
   /// The compile of `source`: from a finished or running job, inline when queued or unknown.
   compiled compile(std::string const& source) {
     const auto key = compile_key(source);
-    std::shared_ptr<compile_job> j;
-    bool mine = false;
-    {
-      std::lock_guard lk(cmu);
-      if (auto it = jobs.find(key); it != jobs.end()) {
-        j = it->second;
-        if (!j->started) mine = j->started = true;
-      } else {
-        j = std::make_shared<compile_job>();
-        j->source = source;
-        j->started = mine = true;
-        jobs.emplace(key, j);
-      }
-    }
-    if (mine) run_job(key, j);
-    return j->result.get();
+    return pool.get(key, [this, key, &source] { return compile_now(key, source); });
   }
 
   /// An exclusive lock on `<key>.lock` for the lifetime of the object (flock: released by close, so
@@ -664,6 +578,9 @@ struct cuda_evaluator::state {
   }
 
   std::uint64_t flush() const { return opt.flush_bytes ? opt.flush_bytes : (l2_bytes ? 2 * l2_bytes : std::uint64_t{128} << 20); }
+
+  /// Failed compiles are remembered (not cached on disk: a killed compile depends on the limit).
+  detail::compile_pool<compiled> pool{[](compiled const& c) { return !c.result; }};
 };
 
 cuda_evaluator::cuda_evaluator(problem const& p, cuda_options o) {

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -18,6 +19,7 @@
 #include "kernelbrain/core/hash.hpp"
 #include "kernelbrain/core/rng.hpp"
 #include "kernelbrain/core/statistics.hpp"
+#include "kernelbrain/detail/compile_pool.hpp"
 #include "kernelbrain/evaluate/host.hpp"
 #include "kernelbrain/evaluate/host_compiler.hpp"
 #include "kernelbrain/evaluate/host_protocol.hpp"
@@ -196,7 +198,7 @@ struct host_evaluator::state {
   std::set<std::string> loaded;  ///< modules the current candidate worker has loaded
   std::size_t loaded_generation = 0;
   double spent = 0;
-  std::size_t compiles = 0, hits = 0;
+  std::atomic<std::size_t> compiles{0}, hits{0};  ///< counted where the compile runs (pool or inline)
   mutable std::mutex mu;
 
   state(problem const& p, host_options o)
@@ -377,8 +379,7 @@ struct host_evaluator::state {
                                  "extern \"C\" void kb_kernel(const kb_args* args)");
     if (b.result) b.result = inspect_host_source(c.source, opt.policy);  // enforced even when no gate ran
     if (b.result) {
-      auto r = compiler.compile(c.source);
-      ++(r.cache_hit ? hits : compiles);
+      auto r = pool.get(source_key(c.source), [this, &c] { return compile_counted(c.source); });
       b.result = r.result;
       b.artifact = r.artifact;
     }
@@ -667,6 +668,17 @@ struct host_evaluator::state {
                                                     " (was the timer tampered with?)");
     return verify(s, last_case, nan_poison, where + " (last timed call)", true);
   }
+
+  // ---- background compiles (declared last: its threads stop before the compiler goes away) ----
+  static std::uint64_t source_key(std::string const& source) { return hasher{}.bytes(source).digest(); }
+  compile_result compile_counted(std::string const& source) {
+    auto r = compiler.compile(source);
+    ++(r.cache_hit ? hits : compiles);
+    return r;
+  }
+  /// Failed compiles are remembered (not cached on disk); passing ones are in the artifact cache.
+  detail::compile_pool<compile_result> pool{[](compile_result const& r) { return !r.result; },
+                                            std::max(1u, opt.compile_threads)};
 };
 
 // ---- host_evaluator -----------------------------------------------------------------------------------
@@ -694,6 +706,12 @@ std::string host_evaluator::fingerprint() const { return s_->fingerprint; }
 verdict host_evaluator::inspect(candidate const& c) {
   std::lock_guard lk(s_->mu);
   return inspect_host_source(c.source, s_->opt.policy);
+}
+
+void host_evaluator::prefetch(candidate const& c) {
+  // Only what the source policy admits is worth compiling early (build() enforces it again).
+  if (s_->opt.compile_threads == 0 || c.source.empty() || !inspect_host_source(c.source, s_->opt.policy)) return;
+  s_->pool.prefetch(state::source_key(c.source), [st = s_.get(), src = c.source] { return st->compile_counted(src); });
 }
 
 verdict host_evaluator::build(candidate const& c) {
