@@ -1,14 +1,20 @@
 // The default generator without an LLM: expert catalogue templates, coarse-to-fine.
 // Explore covers every hint first (its expert default point, then spread-out points);
-// mutate moves one parameter of a promoted parent, preferring parameters not yet tried around it.
+// mutate moves one parameter of a promoted parent, preferring parameters not yet tried around it,
+// and among those the moves (family, parameter, direction) that paid off before: every measured
+// mutation credits its move with log(child / parent) of the smoke-rung speedup (observe()).
 #pragma once
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <tuple>
 #include <unordered_map>
 #include <vector>
 #include "kernelbrain/core/action.hpp"
 #include "kernelbrain/core/candidate.hpp"
 #include "kernelbrain/core/error.hpp"
+#include "kernelbrain/core/event.hpp"
+#include "kernelbrain/core/hash.hpp"
 #include "kernelbrain/core/rng.hpp"
 #include "kernelbrain/core/search_view.hpp"
 #include "kernelbrain/generate/template_space.hpp"
@@ -18,6 +24,17 @@ namespace kernelbrain {
 class expert_generator {
  public:
   void reseed(std::uint64_t seed) { rng_.reseed(seed); }
+
+  /// Learns which mutations paid: a smoke-rung measurement of a mutated child credits its move.
+  void observe(event const& e) {
+    if (e.kind != event_kind::measured || e.rung != 0 || !e.value || !(e.value->speedup > 0)) return;
+    auto m = moves_.find(e.id);
+    if (m == moves_.end()) return;
+    auto& g = gains_[m->second.key];
+    g.sum += std::log(e.value->speedup / m->second.parent_speedup);
+    ++g.n;
+    moves_.erase(m);
+  }
 
   std::vector<candidate> propose(search_view const& v, proposal_request const& req) {
     auto hints = template_hints(v.problem());
@@ -70,19 +87,44 @@ class expert_generator {
     for (std::size_t i = 0; i < np; ++i)
       for (int st : {-1, 1, -2, 2}) moves.emplace_back(i, st);
     for (std::size_t i = moves.size(); i > 1; --i) std::swap(moves[i - 1], moves[rng_.below(i)]);
-    std::stable_sort(moves.begin(), moves.end(), [&](auto const& a, auto const& b) {
-      return std::make_pair(tried[a.first], std::abs(a.second)) < std::make_pair(tried[b.first], std::abs(b.second));
+    // Among parameters tried equally often: moves that paid before first, then single steps.
+    const std::uint64_t family_key = hasher{}.bytes(parent->cand.family).digest();
+    auto key_of = [&](std::size_t which, int st) { return family_key ^ (which * 0x9E3779B97F4A7C15ULL) ^ (st > 0 ? 1u : 2u); };
+    std::vector<double> gain(moves.size(), 0.0);
+    for (std::size_t k = 0; k < moves.size(); ++k)
+      if (auto it = gains_.find(key_of(moves[k].first, moves[k].second)); it != gains_.end() && it->second.n > 0)
+        gain[k] = it->second.sum / it->second.n;
+    std::vector<std::size_t> order(moves.size());
+    for (std::size_t k = 0; k < order.size(); ++k) order[k] = k;
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+      return std::make_tuple(tried[moves[a].first], -gain[a], std::abs(moves[a].second)) <
+             std::make_tuple(tried[moves[b].first], -gain[b], std::abs(moves[b].second));
     });
-    for (auto [which, st] : moves) {
+    // The parent's smoke-rung speedup, against which its children are credited.
+    const double parent_speedup = !parent->scores.empty() && parent->scores[0] ? parent->scores[0]->speedup : 0.0;
+    for (auto k : order) {
+      auto [which, st] = moves[k];
       auto p = step_parameter(space, parent->cand.params, which, st);
       if (!p) continue;
       auto c = instantiate(*h, std::move(*p), "mutation:" + space.params[which].name, parent_id);
       if (known(v, out, c.id)) continue;
       ++tried[which];
+      if (parent_speedup > 0) moves_[c.id] = move{key_of(which, st), parent_speedup};
       return c;
     }
     return std::nullopt;
   }
+
+  struct move {
+    std::uint64_t key = 0;       ///< (family, parameter, direction)
+    double parent_speedup = 0;   ///< the parent's smoke-rung speedup
+  };
+  struct gain_stat {
+    double sum = 0;  ///< of log(child / parent) smoke-rung speedups
+    int n = 0;
+  };
+  std::unordered_map<candidate_id, move> moves_;  ///< proposed mutations not yet measured at the smoke rung
+  std::unordered_map<std::uint64_t, gain_stat> gains_;
 
   rng rng_{0};
   bool seeded_ = false;
