@@ -382,3 +382,74 @@ TEST_CASE("the ask/tell engine can be driven by hand") {
   CHECK(eng.view().best());
   CHECK(eng.stop_reason() == "evaluation budget spent");
 }
+
+namespace {
+/// Drives an expert generator by hand: `payoff` is the smoke-rung speedup ratio child/parent the
+/// first mutation of one parent gets; returns (the first mutation's parameter and direction, the
+/// first mutation of a second parent of the same family).
+struct mutation_probe {
+  std::string param;
+  int dir = 0;
+  std::string next_param;
+  int next_dir = 0;
+};
+mutation_probe first_mutations(double payoff) {
+  auto const& p = landscape().get_problem();
+  budget_meter meter;
+  baseline base;
+  std::vector<rung> rungs{rung{}};
+  search_history h(p, rungs, base, meter);
+  expert_generator g;
+  g.reseed(5);
+  auto add_scored = [&](candidate const& c, double speedup) {
+    auto i = h.add(c);
+    REQUIRE(i);
+    h.at(*i).scores[0] = score{speedup, speedup};
+  };
+  auto move_of = [&](candidate const& parent, candidate const& child) {
+    const std::string name = child.origin.substr(std::string("mutation:").size());
+    return std::make_pair(name, child.params.at(name) > parent.params.at(name) ? 1 : -1);
+  };
+  // A parent, its first mutation (measured at `payoff`), then a second parent of the same family on
+  // which that move is possible too.
+  auto explored = g.propose(search_view(h), proposal_request{generation_mode::explore, {}, 24, {}});
+  REQUIRE(explored.size() >= 2);
+  candidate const a = explored[0];
+  add_scored(a, 1.0);
+  auto first = g.propose(search_view(h), proposal_request{generation_mode::mutate, {a.id}, 1, {}});
+  REQUIRE(first.size() == 1);
+  add_scored(first[0], payoff);
+  event e;
+  e.kind = event_kind::measured;
+  e.id = first[0].id;
+  e.rung = 0;
+  e.value = score{payoff, payoff};
+  g.observe(e);
+  const auto [name, dir] = move_of(a, first[0]);
+  auto const& space = find_hint(p, a.family)->templ->space;
+  std::size_t which = 0;
+  while (space.params[which].name != name) ++which;
+  auto b_it = std::find_if(explored.begin() + 1, explored.end(), [&, d = dir](candidate const& c) {
+    return c.family == a.family && step_parameter(space, c.params, which, d).has_value();
+  });
+  REQUIRE(b_it != explored.end());
+  candidate const b = *b_it;
+  add_scored(b, 1.0);
+  auto second = g.propose(search_view(h), proposal_request{generation_mode::mutate, {b.id}, 1, {}});
+  REQUIRE(second.size() == 1);
+  mutation_probe r;
+  r.param = name;
+  r.dir = dir;
+  std::tie(r.next_param, r.next_dir) = move_of(b, second[0]);
+  return r;
+}
+}  // namespace
+
+TEST_CASE("the expert generator tries first the mutations that paid before, and last those that did not") {
+  const auto paid = first_mutations(2.0);   // the child was twice as fast as its parent
+  CHECK(paid.next_param == paid.param);     // the same move is the first one tried on another parent
+  CHECK(paid.next_dir == paid.dir);
+  const auto lost = first_mutations(0.5);   // the child was twice as slow
+  CHECK(lost.param == paid.param);          // same seed: the same first move
+  CHECK(!(lost.next_param == lost.param && lost.next_dir == lost.dir));  // now not repeated first
+}
