@@ -3,6 +3,7 @@
 // short default search on softmax that beats the reference kernel.
 #include <doctest/doctest.h>
 
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -177,6 +178,17 @@ TEST_CASE("cuda backend: prefetched candidates compile in parallel, once each, a
   cs.push_back(cand("extern \"C\" __global__ void k(float* x) { this does not compile }"));
   for (auto const& c : cs) ev.prefetch(c);
   for (auto const& c : cs) ev.prefetch(c);  // a second hint for the same source is ignored
+  // Before any build: the six correct candidates' cubins appear in the cache on their own.
+  auto cubins = [&] {
+    std::size_t n = 0;
+    for (auto const& e : fs::directory_iterator(fs::path(o.cache_dir) / "cuda"))
+      if (e.path().extension() == ".cubin" && e.path().filename().string().find(".tmp") == std::string::npos) ++n;
+    return n;
+  };
+  const auto t0 = std::chrono::steady_clock::now();
+  while (cubins() < 1 + 6 && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(120))
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  CHECK(cubins() == 1 + 6);  // the reference and the six, compiled in the background
   for (std::size_t i = 0; i + 1 < cs.size(); ++i) {
     const auto v = ev.build(cs[i]);
     INFO(v.detail);
