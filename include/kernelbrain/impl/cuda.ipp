@@ -330,7 +330,7 @@ struct cuda_evaluator::state {
     // compiles of one key lost their ptxas report on the H200 machine (kernels then looked
     // undefined); within one evaluator `jobs` already serialises a key.
     const key_lock lock(base + ".lock");
-    if (fs::is_regular_file(c.cubin, ec) && fs::is_regular_file(base + ".log", ec)) {
+    if (cached_on_disk(key)) {
       std::ifstream in(base + ".log");
       std::stringstream ss;
       ss << in.rdbuf();
