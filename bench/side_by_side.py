@@ -166,7 +166,7 @@ class _Expr:
             if name == "max": return max(a, b)
             if name == "ceil_div":
                 if b == 0: self.fail("division by zero")
-                return -((-a) // b) if b > 0 else (a + b - 1) // b
+                return -((-a) // b)  # the exact ceiling for every sign, as core/expr.hpp
             self.fail("unknown function '%s'" % name)
         if name in self.env: return int(self.env[name])
         self.fail("unknown symbol '%s'" % name)

@@ -3,16 +3,19 @@
 // the search process. Two modes:
 //   --serve host                                  answer requests on the channel (fd 3) the evaluator
 //                                                 set up; not meant to be started by hand
-//   --exec --as=N --cpu=N --fsize=N -- PROG ARGS  apply resource limits, then exec PROG (the compiler)
+//   --exec --as=N --cpu=N --fsize=N -- PROG ARGS  run PROG (the compiler) under resource limits as a
+//                                                 supervised child: exits as PROG did, and kills PROG
+//                                                 and all it started when the evaluator dies
+//                                                 (detail/process_supervision.hpp)
 // Everything it is told comes from the trusted parent; everything it loads is untrusted.
 #include <cxxabi.h>
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <sys/mman.h>
-#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -26,6 +29,7 @@
 #include <thread>
 #include <typeinfo>
 #include <vector>
+#include "kernelbrain/detail/process_supervision.hpp"
 #include "kernelbrain/evaluate/host_abi.h"
 #include "kernelbrain/evaluate/host_protocol.hpp"
 
@@ -34,51 +38,6 @@ namespace {
 using namespace kernelbrain;
 namespace hp = kernelbrain::host_protocol;
 using clock_type = std::chrono::steady_clock;
-
-// ---- --exec: limits, then exec ---------------------------------------------------------------------
-
-int exec_limited(int argc, char** argv) {
-  std::uint64_t as = 0, cpu = 0, fsize = 0;
-  int i = 2;
-  for (; i < argc; ++i) {
-    const std::string_view a = argv[i];
-    if (a == "--") {
-      ++i;
-      break;
-    }
-    auto value = [&](std::string_view key, std::uint64_t& out) {
-      if (a.substr(0, key.size()) != key) return false;
-      out = std::strtoull(argv[i] + key.size(), nullptr, 10);
-      return true;
-    };
-    if (!value("--as=", as) && !value("--cpu=", cpu) && !value("--fsize=", fsize)) {
-      std::fprintf(stderr, "kernelbrain-host-worker --exec: unknown option '%s'\n", argv[i]);
-      return 2;
-    }
-  }
-  if (i >= argc) {
-    std::fprintf(stderr, "kernelbrain-host-worker --exec: no program after '--'\n");
-    return 2;
-  }
-  ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // a compile outlives no parent
-  const rlimit no_core{0, 0};
-  ::setrlimit(RLIMIT_CORE, &no_core);
-  if (as) {
-    const rlimit l{as, as};
-    ::setrlimit(RLIMIT_AS, &l);
-  }
-  if (cpu) {
-    const rlimit l{cpu, cpu + 1};
-    ::setrlimit(RLIMIT_CPU, &l);
-  }  // SIGXCPU, then SIGKILL a second later
-  if (fsize) {
-    const rlimit l{fsize, fsize};
-    ::setrlimit(RLIMIT_FSIZE, &l);
-  }
-  ::execvp(argv[i], argv + i);
-  std::fprintf(stderr, "kernelbrain-host-worker: cannot run '%s': %s\n", argv[i], std::strerror(errno));
-  return 127;
-}
 
 // ---- --serve: the request loop ------------------------------------------------------------------------
 
@@ -121,9 +80,10 @@ std::string type_name(std::type_info const& t) {
 
 class host_worker {
  public:
-  host_worker() : threads_(thread_count()) {}
-
   std::string handle(std::uint32_t type, std::string_view body, worker_context& ctx) {
+    // The census of this worker's own threads, taken at the first request: serve_requests has
+    // started its channel watch thread by then.
+    if (threads_ < 0) threads_ = thread_count();
     hp::reply rep;
     lift_memory_limit();  // the previous request's limit must not stop this one's bookkeeping
     try {
@@ -286,7 +246,7 @@ class host_worker {
     ++flush_round_;
     for (std::size_t i = 0; i < flush_bytes_; i += 64) b[i] = flush_round_;
   }
-  void ensure_flush_buffer(std::size_t bytes) {
+  void ensure_flush_buffer(std::size_t bytes, worker_context& ctx) {
     if (bytes == flush_bytes_) return;
     if (flush_) ::munmap(flush_, flush_bytes_);
     flush_ = nullptr;
@@ -296,6 +256,17 @@ class host_worker {
     if (p == MAP_FAILED) throw wire_error("cannot map a cache-flush buffer of " + std::to_string(bytes) + " bytes");
     flush_ = static_cast<unsigned char*>(p);
     flush_bytes_ = bytes;
+    // Fault every page in now, telling the parent we are alive after each chunk. The first touch of
+    // a fresh mapping costs far more than a flush does later (page faults; on the 2-core CI VM 1.8 s
+    // for 512 MiB, against 20 ms for each later pass), and the watchdog's allowance per call covers
+    // a flush, not this: on a loaded machine the first timed call of a new worker would time out.
+    const std::size_t page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+    volatile unsigned char* b = flush_;
+    for (std::size_t off = 0; off < bytes;) {
+      const std::size_t end = std::min(bytes, off + (std::size_t{16} << 20));
+      for (; off < end; off += page) b[off] = 0;
+      ctx.heartbeat();
+    }
   }
   static void poison(std::vector<float*> const& outs, std::vector<hp::tensor_ref> const& refs, std::uint32_t bits) {
     for (std::size_t i = 0; i < outs.size(); ++i) {
@@ -348,7 +319,7 @@ class host_worker {
       fail(rep, hp::status::bad_request, "no samples");
       return;
     }
-    ensure_flush_buffer(q.flush_bytes);
+    ensure_flush_buffer(q.flush_bytes, ctx);
     limit_memory(q.a.memory_allowance);
     auto fa = load(q.a.module, rep);
     if (!fa) return;
@@ -375,7 +346,7 @@ class host_worker {
     }
   }
 
-  int threads_;
+  int threads_ = -1;
   std::map<std::string, kb_kernel_fn> modules_;
   unsigned char* flush_ = nullptr;
   std::size_t flush_bytes_ = 0;
@@ -385,7 +356,8 @@ class host_worker {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc >= 2 && std::string_view(argv[1]) == "--exec") return exec_limited(argc, argv);
+  if (argc >= 2 && std::string_view(argv[1]) == "--exec")
+    return detail::supervision::exec_main(argc, argv, 2, "kernelbrain-host-worker");
   if (argc >= 3 && std::string_view(argv[1]) == "--serve" && std::string_view(argv[2]) == hp::role) {
     host_worker w;
     return serve_requests(

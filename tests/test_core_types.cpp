@@ -5,6 +5,7 @@
 #include <cmath>
 #include <kernelbrain/detail/ranked_set.hpp>
 #include <kernelbrain/search.hpp>
+#include <limits>
 #include <set>
 #include <string>
 
@@ -65,6 +66,134 @@ TEST_CASE("integer expressions") {
   CHECK_THROWS_WITH_AS((void)evaluate_expression("BLOCK * ", look), doctest::Contains("column"), error);
   CHECK_THROWS_AS((void)evaluate_expression("(BLOCK", look), error);
   CHECK_THROWS_AS((void)evaluate_expression("BLOCK 4", look), error);
+}
+
+namespace {
+/// The message evaluate_expression throws for `text`, or "" when it gives a value.
+std::string expression_error(std::string const& text, symbol_lookup const& look = {}) {
+  try {
+    (void)evaluate_expression(text, look);
+  } catch (error const& e) {
+    return e.what();
+  }
+  return "";
+}
+std::string repeat(std::string const& s, int n) {
+  std::string out;
+  for (int i = 0; i < n; ++i) out += s;
+  return out;
+}
+}  // namespace
+
+TEST_CASE("integer expressions: arithmetic is checked and every fault is a typed error") {
+  constexpr auto max = std::numeric_limits<std::int64_t>::max(), min = std::numeric_limits<std::int64_t>::min();
+  const symbol_lookup look = [](std::string_view n) -> std::optional<std::int64_t> {
+    if (n == "MIN") return std::numeric_limits<std::int64_t>::min();
+    if (n == "MAX") return std::numeric_limits<std::int64_t>::max();
+    if (n == "N") return 1000;
+    return std::nullopt;
+  };
+  // The edges of the range are values, not errors.
+  CHECK(evaluate_expression("9223372036854775807", look) == max);
+  CHECK(evaluate_expression("-9223372036854775807 - 1", look) == min);
+  CHECK(evaluate_expression("MIN + MAX", look) == -1);
+  CHECK(evaluate_expression("MIN / 1", look) == min);
+  CHECK(evaluate_expression("MIN / 2", look) == min / 2);
+  CHECK(evaluate_expression("MIN % 2", look) == 0);
+  CHECK(evaluate_expression("MAX / -1", look) == -max);
+  CHECK(evaluate_expression("3037000499 * 3037000499", look) == 3037000499LL * 3037000499LL);
+  CHECK(evaluate_expression("0000000000000000000000000000042", look) == 42);  // leading zeros: decimal, no overflow
+  // One past them is an overflow, named as such, with the column of the operator.
+  CHECK(expression_error("MIN / -1", look) ==
+        "expression \"MIN / -1\": overflow: -9223372036854775808 / -1 is outside the 64-bit range at column 5");
+  CHECK(expression_error("MIN % -1", look) ==
+        "expression \"MIN % -1\": overflow: -9223372036854775808 % -1 is outside the 64-bit range at column 5");
+  CHECK(expression_error("1 + 9223372036854775807") ==
+        "expression \"1 + 9223372036854775807\": overflow: 1 + 9223372036854775807 is outside the 64-bit range at column 3");
+  for (char const* t : {"MAX + 1", "MIN - 1", "-MIN", "- MIN", "MIN * -1", "-1 * MIN", "3037000500 * 3037000500",
+                        "4611686018427387904 * 2", "-4611686018427387905 * 2", "ceil_div(MIN, -1)", "9223372036854775808",
+                        "-9223372036854775808", "99999999999999999999999999999", "MAX + 1 - 1", "0 * (MAX + 1)"})
+    CHECK_MESSAGE(expression_error(t, look).find("overflow") != std::string::npos, t);
+  CHECK(expression_error("9223372036854775808").find("the literal 9223372036854775808 is outside the 64-bit range at column 1") !=
+        std::string::npos);
+  // Division by zero for each division.
+  for (char const* t : {"N / 0", "N % 0", "ceil_div(N, 0)", "N / (N - 1000)", "MIN % 0"})
+    CHECK_MESSAGE(expression_error(t, look).find("division by zero") != std::string::npos, t);
+  CHECK(expression_error("N % 0", look) == "expression \"N % 0\": division by zero (1000 % 0) at column 3");
+  // No short circuit: an error on either side of || and && is an error.
+  CHECK(expression_error("0 && 1 / 0").find("division by zero") != std::string::npos);
+  CHECK(expression_error("1 || MAX + 1", look).find("overflow") != std::string::npos);
+}
+
+TEST_CASE("integer expressions: C semantics for / and %, exact ceiling for ceil_div") {
+  const symbol_lookup none;
+  CHECK(evaluate_expression("-7 / 2", none) == -3);
+  CHECK(evaluate_expression("7 / -2", none) == -3);
+  CHECK(evaluate_expression("-7 % 2", none) == -1);
+  CHECK(evaluate_expression("7 % -2", none) == 1);
+  // ceil_div(a, b) is the exact ceiling of a / b, whatever the signs.
+  CHECK(evaluate_expression("ceil_div(7, 2)", none) == 4);
+  CHECK(evaluate_expression("ceil_div(-7, 2)", none) == -3);
+  CHECK(evaluate_expression("ceil_div(7, -2)", none) == -3);
+  CHECK(evaluate_expression("ceil_div(-7, -2)", none) == 4);
+  CHECK(evaluate_expression("ceil_div(6, 3)", none) == 2);
+  CHECK(evaluate_expression("ceil_div(-6, 3)", none) == -2);
+  CHECK(evaluate_expression("ceil_div(6, -3)", none) == -2);
+  CHECK(evaluate_expression("ceil_div(0, -5)", none) == 0);
+  CHECK(evaluate_expression("ceil_div(1, 1000)", none) == 1);
+  CHECK(evaluate_expression("ceil_div(-1, 1000)", none) == 0);
+  // Near the range's edges: no intermediate a + b - 1 to overflow.
+  CHECK(evaluate_expression("ceil_div(9223372036854775807, 2)", none) == 4611686018427387904LL);
+  CHECK(evaluate_expression("ceil_div(-9223372036854775807 - 1, 2)", none) == -4611686018427387904LL);
+  CHECK(evaluate_expression("ceil_div(-9223372036854775807 - 1, 3)", none) == -3074457345618258602LL);
+  CHECK(evaluate_expression("ceil_div(9223372036854775807, -1)", none) == -9223372036854775807LL);
+  CHECK(evaluate_expression("pow2(1) + pow2(4611686018427387904) + pow2(0) + pow2(-2) + pow2(6)", none) == 2);
+  // Calls: the right number of arguments, known names.
+  CHECK(expression_error("pow2(1, 2)") == "expression \"pow2(1, 2)\": pow2 takes one argument at column 1");
+  CHECK(expression_error("min(1)") == "expression \"min(1)\": min needs two arguments at column 1");
+  CHECK(expression_error("min(1, 2, 3)").find("missing ')' after arguments of min") != std::string::npos);
+  CHECK(expression_error("floor(1, 2)") ==
+        "expression \"floor(1, 2)\": unknown function 'floor' (known: min, max, ceil_div, pow2) at column 1");
+}
+
+TEST_CASE("integer expressions: nesting and length are bounded") {
+  const symbol_lookup none;
+  REQUIRE(max_expression_depth == 64);
+  REQUIRE(max_expression_length == 4096);
+  // Exactly at the depth limit: fine. One more level, of any kind: a depth error at that level's column.
+  CHECK(evaluate_expression(repeat("(", 64) + "7" + repeat(")", 64), none) == 7);
+  CHECK(evaluate_expression(repeat("-", 64) + "7", none) == 7);
+  CHECK(evaluate_expression(repeat("!", 63) + "0", none) == 1);
+  CHECK(evaluate_expression(repeat("min(1, ", 64) + "7" + repeat(")", 64), none) == 1);
+  CHECK(evaluate_expression(repeat("-(", 32) + "7" + repeat(")", 32), none) == 7);
+  CHECK(expression_error(repeat("(", 65) + "7" + repeat(")", 65)).find(
+            "nesting depth exceeds 64 (parentheses, function arguments and unary operators) at column 65") !=
+        std::string::npos);
+  CHECK(expression_error(repeat("-", 65) + "7").find("nesting depth exceeds 64") != std::string::npos);
+  CHECK(expression_error(repeat("!", 65) + "7").find("nesting depth exceeds 64") != std::string::npos);
+  CHECK(expression_error(repeat("max(1, ", 65) + "7" + repeat(")", 65)).find("nesting depth exceeds 64") != std::string::npos);
+  CHECK(expression_error(repeat("-(", 33) + "7" + repeat(")", 33)).find("nesting depth exceeds 64") != std::string::npos);
+  // 200 deep (the case), and deep without the closing parentheses: depth, not a stack overflow.
+  const auto deep = expression_error(repeat("(", 200) + "1" + repeat(")", 200));
+  CHECK(deep.find("depth") != std::string::npos);
+  CHECK(deep.find("... (401 bytes)") != std::string::npos);  // the quoted text is shortened, and says so
+  CHECK(expression_error(repeat("(", 4000)).find("nesting depth exceeds 64") != std::string::npos);
+  CHECK(expression_error(repeat("-", 4096)).find("nesting depth exceeds 64") != std::string::npos);
+  // Depth is nesting, not length: a long flat chain is fine up to the length limit.
+  const std::string flat = "1" + repeat(" + 1", 1023);  // 4093 bytes
+  REQUIRE(flat.size() <= 4096);
+  CHECK(evaluate_expression(flat, none) == 1024);
+  const std::string longest = flat + "+ 1";  // 4096 bytes: still accepted
+  REQUIRE(longest.size() == 4096);
+  CHECK(evaluate_expression(longest, none) == 1025);
+  const auto too_long = expression_error(longest + " ");
+  CHECK(too_long.find("longer than 4096 bytes at column 1") != std::string::npos);
+  CHECK(too_long.find("... (4097 bytes)") != std::string::npos);
+  CHECK(too_long.size() < 300);  // the message quotes a bounded excerpt
+  CHECK(expression_error(std::string(100000, '(')).find("longer than 4096 bytes") != std::string::npos);
+  // Bytes that are not printable are shown escaped, not copied into the message.
+  CHECK(expression_error("1 + \xff") == "expression \"1 + \\xff\": unexpected '\\xff' at column 5");
+  CHECK(expression_error(std::string("1\0", 2)) == "expression \"1\\x00\": unexpected '\\x00' at column 2");
 }
 
 TEST_CASE("parameters and parameter spaces") {

@@ -1,5 +1,6 @@
 // The host backend: a corpus of bad candidates, each rejected at the right stage; fresh-input
-// trials; a worker killed mid-measurement; repeatable timing; interleaved A/B; the artifact cache;
+// trials; a worker killed mid-measurement; timing against an identical twin and interleaved A/B
+// (load-robust claims only: run-to-run drift is in bench/timing_repeatability.cpp); the artifact cache;
 // the static source policy; errors that name their input; and a default search on a host problem.
 #include <doctest/doctest.h>
 
@@ -271,30 +272,80 @@ TEST_CASE(
   CHECK(ev.worker_starts() == starts + 2);
 }
 
-TEST_CASE("host backend: the same candidate measured twice gives consistent medians and confidence intervals") {
-  // Why not "each interval covers the other's median": for two independent runs with honest 95%
-  // intervals that holds only ~83% of the time even for ideal i.i.d. samples (the difference of two
-  // medians has sqrt(2) times the spread of one), and less on a shared machine whose load drifts
-  // between runs (measured here: 50-75% of pairs at 11-61 samples). What holds reliably for honest
-  // intervals is that they overlap; we choose a sample count (15, a ~1 ms kernel) whose interval is
-  // several times wider than the run-to-run drift of the median, and also bound that drift.
+namespace {
+
+/// `a`'s kernel run `times` times over: a correct candidate that does `times` times the work.
+candidate repeated(std::string src, int times) {
+  const auto at = src.find("extern \"C\" void kb_kernel");
+  REQUIRE(at != std::string::npos);
+  src.replace(at, std::string("extern \"C\" void kb_kernel").size(), "static void once");
+  src += "\nextern \"C\" void kb_kernel(const kb_args* a) {\n  for (int i = 0; i < " + std::to_string(times) +
+         "; ++i) once(a);\n}\n";
+  return from_source(src);
+}
+
+/// What any honest measurement gives, however loaded the machine: every sample positive and the
+/// median inside its own interval, which lies within the samples.
+void check_well_formed(measurement const& m, std::size_t samples) {
+  REQUIRE_MESSAGE(m.result.passed(), to_string(m.result.where), ": ", m.result.detail);
+  REQUIRE(m.timings.size() == 1);
+  auto const& t = m.timings[0];
+  REQUIRE(t.samples.size() == samples);
+  const auto [lo, hi] = std::minmax_element(t.samples.begin(), t.samples.end());
+  INFO("median ", t.stats.median, " [", t.stats.low, ", ", t.stats.high, "], samples ", *lo, " to ", *hi);
+  CHECK(*lo > 0);
+  CHECK(t.stats.median > 0);
+  CHECK(*lo <= t.stats.low);
+  CHECK(t.stats.low <= t.stats.median);
+  CHECK(t.stats.median <= t.stats.high);
+  CHECK(t.stats.high <= *hi);
+}
+
+}  // namespace
+
+TEST_CASE("host backend: a candidate timed against an identical twin (interleaved A/B) comes out even") {
+  // Why not "two separate measurements of the same candidate agree within 5%": that is a property
+  // of a quiet machine, not of the code (it failed on a 2-core CI machine that was also building),
+  // and unit tests must not need a quiet machine. Run-to-run drift is reported by the benchmark
+  // bench/timing_repeatability.cpp. What holds under load is what interleaving is for: candidate
+  // and incumbent alternate call by call (ABBA), so load hits both alike and identical code comes
+  // out even, while a kernel doing four times the work still comes out far slower.
   auto const p = scale_rows();
   host_evaluator ev(p, test_options());
   const auto c = from_source(corpus("correct"));
-  const auto r = test_rung({3}, 15, 1);
-  const auto a = ev.measure(c, r, {101, nullptr});
-  const auto b = ev.measure(c, r, {202, nullptr});
-  REQUIRE(a.result.passed());
-  REQUIRE(b.result.passed());
-  auto const& sa = a.timings.at(0).stats;
-  auto const& sb = b.timings.at(0).stats;
-  INFO("a: ", sa.median, " [", sa.low, ", ", sa.high, "]  b: ", sb.median, " [", sb.low, ", ", sb.high, "]");
-  CHECK(sa.low <= sb.high);
-  CHECK(sb.low <= sa.high);
-  CHECK(sa.low <= sa.median);
-  CHECK(sa.median <= sa.high);
-  CHECK(std::abs(sa.median / sb.median - 1.0) < 0.05);
-  CHECK(sa.median > 0);
+  const auto twin = from_source(corpus("correct") + "\n// the same kernel, another candidate\n");
+  REQUIRE(twin.id != c.id);
+  const auto slow = repeated(corpus("correct"), 4);
+  auto r = test_rung({2}, 15, 1);
+
+  // Separate measurements: each well-formed on its own (no claim that they agree).
+  check_well_formed(ev.measure(c, r, {101, nullptr}), 15);
+  check_well_formed(ev.measure(c, r, {202, nullptr}), 15);
+
+  r.interleaved = true;
+  const auto even = ev.measure(c, r, {303, &twin});
+  check_well_formed(even, 15);
+  REQUIRE(even.vs_incumbent.has_value());
+  CHECK(even.vs_incumbent->incumbent == twin.id.str());
+  auto const& e = even.vs_incumbent->ratio;
+  INFO("candidate / twin: ", e.median, " [", e.low, ", ", e.high, "]");
+  CHECK(e.low <= e.median);
+  CHECK(e.median <= e.high);
+  CHECK(e.median > 0.75);
+  CHECK(e.median < 1.33);
+
+  // The same comparison against four times the work: the ratio must say which side is which.
+  const auto uneven = ev.measure(c, r, {404, &slow});
+  check_well_formed(uneven, 15);
+  REQUIRE(uneven.vs_incumbent.has_value());
+  auto const& u = uneven.vs_incumbent->ratio;
+  INFO("candidate / 4x the work: ", u.median, " [", u.low, ", ", u.high, "]");
+  MESSAGE("candidate / twin ", e.median, " [", e.low, ", ", e.high, "]; candidate / 4x the work ", u.median, " [",
+          u.low, ", ", u.high, "]");
+  CHECK(u.low <= u.median);
+  CHECK(u.median <= u.high);
+  CHECK(u.median < 0.7);
+  CHECK(u.high < 1.0);
 }
 
 TEST_CASE("host backend: interleaved A/B reports the candidate/incumbent ratio") {

@@ -8,21 +8,25 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <bit>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <kernelbrain/io/journal.hpp>
 #include <kernelbrain/search.hpp>
 #include <limits>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
+#include "process_helpers.hpp"
 
 extern char** environ;
 
@@ -856,5 +860,134 @@ TEST_CASE("cli: mistakes exit with code 2 and a message naming the argument") {
   const auto help = run_cli({"--help"}, dir);
   CHECK(help.exit_code == 0);
   CHECK(help.out.find("kernelbrain tune <problem>") != std::string::npos);
+}
+TEST_CASE("cli: a host search killed with SIGKILL leaves no worker, compiler or candidate running") {
+  // Every process the search started carries the marker in its environment, wherever it was
+  // re-parented to after the kill: serving workers (spinning in a candidate that never returns),
+  // the compile supervisor, g++ and its cc1plus.
+  temp_dir dir("cli_orphans");
+  const auto problem_dir = dir.path / "problem";
+  fs::create_directories(problem_dir / "templates");
+  spit(problem_dir / "problem.json", R"({
+  "name": "never_done",
+  "backend": "host",
+  "signature": "y = 2 x; every candidate of this problem hangs or never compiles",
+  "dims": ["N"],
+  "inputs": [{"name": "x", "size": "N"}],
+  "outputs": [{"name": "y", "size": "N"}],
+  "shapes": [{"name": "small", "dims": {"N": 64}, "tier": "smoke"}, {"name": "odd", "dims": {"N": 67}, "tier": "odd"}],
+  "tolerance": {"rtol": 1e-5, "atol": 1e-6},
+  "cost": {"bytes": "8 * N", "flops": "N"},
+  "reference": "reference.cpp",
+  "seed": "seed.cpp",
+  "catalogue": [{"name": "stuck", "prose": "never finishes", "template": "templates/stuck.cpp",
+                 "parameters": {"K": [1, 2, 3, 4, 5, 6, 7, 8]}}]
+})");
+  spit(problem_dir / "reference.cpp", R"(#include "kernelbrain/evaluate/host_abi.h"
+extern "C" void kb_kernel(const kb_args* a) {
+  for (long long i = 0; i < a->dims[0]; ++i) a->outputs[0][i] = 2.0f * a->inputs[0][i];
+}
+)");
+  std::string seed;
+  // The moment to kill the search, given the marked processes.
+  std::function<bool(std::vector<kb_test::process_info> const&)> ready;
+  std::string moment;
+  SUBCASE("while a serving worker runs a candidate that never returns") {
+    seed = R"(#include "kernelbrain/evaluate/host_abi.h"
+extern "C" void kb_kernel(const kb_args* a) {
+  volatile unsigned long long spin = static_cast<unsigned long long>(a->dims[0]) * ${K};
+  for (;;) spin = spin + 1;
+}
+)";
+    // The reference worker starts first (and spends seconds of CPU on the baseline's cache
+    // flushes); the youngest serving worker is the candidate worker, and once it has used a second
+    // of CPU it is inside kb_kernel (a check at these shapes takes microseconds; the watchdog
+    // allows 10 s per call).
+    ready = [](std::vector<kb_test::process_info> const& ps) {
+      std::vector<kb_test::process_info> serving;
+      for (auto const& p : ps)
+        if (p.cmdline.find("--serve host") != std::string::npos) serving.push_back(p);
+      if (serving.size() < 2) return false;
+      auto const& youngest = *std::max_element(serving.begin(), serving.end(), [](auto const& a, auto const& b) {
+        return a.start_ticks < b.start_ticks || (a.start_ticks == b.start_ticks && a.pid < b.pid);
+      });
+      return youngest.cpu_seconds > 1.0;
+    };
+    moment = "a serving worker spinning in a candidate";
+  }
+  SUBCASE("while the compiler runs") {
+    seed = R"(#include "kernelbrain/evaluate/host_abi.h"
+template <int Depth, long Index>
+struct node {
+  static constexpr long value = node<Depth - 1, 2 * Index>::value + node<Depth - 1, 2 * Index + 1>::value;
+};
+template <long Index>
+struct node<0, Index> {
+  static constexpr long value = Index & 1;
+};
+extern "C" void kb_kernel(const kb_args* a) { a->outputs[0][0] = static_cast<float>(node<40, ${K}>::value); }
+)";
+    // The reference compiles in well under a second of CPU; the compile bomb takes the full 60 s.
+    ready = [](std::vector<kb_test::process_info> const& ps) {
+      return std::any_of(ps.begin(), ps.end(),
+                         [](auto const& p) { return p.comm == "cc1plus" && p.cpu_seconds > 1.0; });
+    };
+    moment = "cc1plus compiling a candidate";
+  }
+  std::string seed_source = seed;  // the seed is the template's point K = 1
+  seed_source.replace(seed_source.find("${K}"), 4, "1");
+  spit(problem_dir / "seed.cpp", seed_source);
+  spit(problem_dir / "templates" / "stuck.cpp", seed);
+
+  const auto mark = kb_test::unique_marker("cli");
+  struct cleanup {  // whatever happens below, this test leaves nothing running
+    std::string mark;
+    ~cleanup() { kb_test::kill_marked(mark); }
+  } leave_nothing{mark};
+  pid_t pid = -1;
+  {
+    // The child inherits the marker and a private artifact cache; this process keeps neither.
+    struct scoped_env {
+      std::string name;
+      std::optional<std::string> old;
+      scoped_env(std::string n, std::string const& value) : name(std::move(n)) {
+        if (char const* o = std::getenv(name.c_str())) old = o;
+        ::setenv(name.c_str(), value.c_str(), 1);
+      }
+      ~scoped_env() {
+        if (old)
+          ::setenv(name.c_str(), old->c_str(), 1);
+        else
+          ::unsetenv(name.c_str());
+      }
+    };
+    scoped_env m("KB_TEST_MARK", mark), cache("KERNELBRAIN_CACHE_DIR", (dir / "cache").string());
+    pid = spawn_cli({"tune", problem_dir.string(), "--budget", "200evals", "--seed", "1", "--no-progress"},
+                    dir / "k.out", dir / "k.err");
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  std::vector<kb_test::process_info> at_kill;
+  bool exited_early = false, found = false;
+  while (!found) {
+    int status = 0;
+    if (::waitpid(pid, &status, WNOHANG) == pid) {
+      exited_early = true;
+      break;
+    }
+    if (std::chrono::steady_clock::now() > deadline) break;
+    at_kill = kb_test::marked_processes(mark);
+    found = ready(at_kill);
+    if (!found) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  if (!exited_early) {
+    REQUIRE(::kill(pid, SIGKILL) == 0);
+    int status = 0;
+    REQUIRE(::waitpid(pid, &status, 0) == pid);
+  }
+  INFO("processes when the search was killed:", kb_test::describe_all(at_kill));
+  REQUIRE_MESSAGE(!exited_early, "the search ended before it could be killed: ", slurp(dir / "k.err"));
+  REQUIRE_MESSAGE(found, "no ", moment, " within 120 s: ", slurp(dir / "k.err"));
+  const auto left = kb_test::wait_until_none(mark, std::chrono::seconds(3));
+  CHECK_MESSAGE(left.empty(), "still running 3 s after the search was killed:", kb_test::describe_all(left));
 }
 #endif

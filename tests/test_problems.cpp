@@ -419,6 +419,25 @@ bool is_check_shape(shape const& s) { return s.tier == "smoke" || s.tier == "odd
 
 // ==================================================================================================
 
+TEST_CASE("adversarial input cases: each kind parses with and without a value, and prints back") {
+  for (std::string text : {"scaled", "scaled:8", "offset:-1000", "constant:0", "ties:4", "spikes:1e6", "signed_zeros"}) {
+    INFO(text);
+    const auto c = input_case::parse(text);
+    REQUIRE(c.has_value());
+    CHECK(input_case::parse(c->str()).has_value());
+    CHECK(input_case::parse(c->str())->value == c->value);
+    CHECK(input_case::parse(c->str())->what == c->what);
+  }
+  CHECK(input_case::parse("scaled")->value == 64);
+  CHECK(input_case::parse("offset")->value == 1000);
+  for (std::string bad : {"", "scaled:", "scaled:x", "scaled:1e40", "ties:-1", "ties:0", "signed_zeros:1", "Scaled", "scaled:nan"}) {
+    INFO(bad);
+    CHECK_FALSE(input_case::parse(bad).has_value());
+  }
+  auto positive = default_cases("positive");
+  CHECK(std::none_of(positive.begin(), positive.end(), [](auto const& c) { return c.what == input_case::kind::signed_zeros; }));
+}
+
 TEST_CASE("load_problem reads a well-formed problem directory") {
   temp_dir d;
   write_problem(d.path(), base_json);
@@ -433,6 +452,11 @@ TEST_CASE("load_problem reads a well-formed problem directory") {
   CHECK(p.inputs[0].distribution == "uniform");
   REQUIRE(p.outputs.size() == 1);
   CHECK(p.outputs[0].distribution == "normal");  // the default; outputs take no distribution
+  // Adversarial cases by default: large, constant, ties and, where zero is a valid value, signed zeros.
+  std::vector<std::string> cases;
+  for (auto const& c : p.inputs[0].adversarial) cases.push_back(c.str());
+  CHECK(cases == std::vector<std::string>{"scaled:64", "ties:2", "signed_zeros"});
+  CHECK(p.outputs[0].adversarial.empty());
   REQUIRE(p.shapes.size() == 2);
   CHECK(p.shapes[0].name == "small");
   CHECK(p.shapes[0].dims.at("N") == 4);
@@ -547,6 +571,25 @@ TEST_CASE("load_problem names the file and the field of every malformed part") {
        R"({"name": "y", "size": "N * M", "distribution": "normal"})",
        {"outputs[0]: unknown field 'distribution'"}},
       {R"("rtol": 1e-4,)", R"("rtol": 1e-4, "rtoll": 1,)", {"tolerance: unknown field 'rtoll'"}},
+      // adversarial input cases
+      {R"("distribution": "uniform")",
+       R"("distribution": "uniform", "adversarial": ["scaled:64", "hot"])",
+       {"inputs[0].adversarial[1]: 'hot' is not a case", "signed_zeros"}},
+      {R"("distribution": "uniform")",
+       R"("distribution": "uniform", "adversarial": ["ties:0"])",
+       {"inputs[0].adversarial[0]: 'ties:0' is not a case"}},
+      {R"("distribution": "uniform")",
+       R"("distribution": "uniform", "adversarial": ["scaled:1e999"])",
+       {"inputs[0].adversarial[0]: 'scaled:1e999' is not a case"}},
+      {R"("distribution": "uniform")",
+       R"("distribution": "uniform", "adversarial": ["signed_zeros:3"])",
+       {"inputs[0].adversarial[0]: 'signed_zeros:3' is not a case"}},
+      {R"("distribution": "uniform")",
+       R"("distribution": "positive", "adversarial": ["signed_zeros"])",
+       {"inputs[0].adversarial[0]: signed_zeros would give a 'positive' input zeros"}},
+      {R"("distribution": "uniform")",
+       R"("distribution": "uniform", "adversarial": "scaled")",
+       {"inputs[0].adversarial: expected an array"}},
       {R"("prose": "unroll by U",)",
        R"("prose": "unroll by U", "constraint": [],)",
        {"catalogue[1]: unknown field 'constraint'"}},

@@ -4,6 +4,8 @@
 // CMake users can link kernelbrain::runtime instead.
 #pragma once
 #include <boost/json/src.hpp>
+#include "kernelbrain/impl/cubin.ipp"
+#include "kernelbrain/impl/ptxas_report.ipp"
 #include "kernelbrain/impl/journal.ipp"
 #include "kernelbrain/impl/problem_loader.ipp"
 #include "kernelbrain/impl/source_policy.ipp"
@@ -11,5 +13,6 @@
 #include "kernelbrain/impl/worker_process.ipp"
 #include "kernelbrain/impl/host_compiler.ipp"
 #include "kernelbrain/impl/host.ipp"
+#include "kernelbrain/impl/launch_plan.ipp"
 #include "kernelbrain/impl/cuda.ipp"  // parent side only: no CUDA headers or libraries
 #endif

@@ -94,8 +94,14 @@ struct parameter_space {
       if (!v || std::find(d.values.begin(), d.values.end(), *v) == d.values.end()) return false;
     }
     auto look = p.lookup();
-    for (auto const& c : constraints)
-      if (evaluate_expression(c, look) == 0) return false;
+    // A constraint that cannot be evaluated here (an overflow at extreme values) admits nothing.
+    for (auto const& c : constraints) {
+      try {
+        if (evaluate_expression(c, look) == 0) return false;
+      } catch (error const&) {
+        return false;
+      }
+    }
     return true;
   }
   /// The point with mixed-radix index `i` (0 <= i < cardinality()), constraints not applied.

@@ -1,10 +1,14 @@
 // What is being optimised: signature, shapes, tolerance, roofline cost model, expert catalogue.
 #pragma once
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 #include "kernelbrain/core/error.hpp"
 #include "kernelbrain/core/parameters.hpp"
@@ -40,13 +44,83 @@ struct roofline {
   }
 };
 
+/// An adversarial transform of an input's fresh random values, tried in extra correctness trials at
+/// the correctness shapes (tiers smoke and odd) so that numerics which hold only for gentle inputs
+/// fail the gate. Written "kind" or "kind:value" in problem.json.
+struct input_case {
+  enum class kind : std::int32_t {
+    scaled = 1,    ///< v * value (large magnitudes: exp overflows without max subtraction); default 64
+    offset = 2,    ///< v + value (every value far from zero); default 1000
+    constant = 3,  ///< every element = value (constant rows, all-equal maxima); default 1.5
+    ties = 4,      ///< round(v * value) / value (many exact ties, and -0.0 from small negatives); default 2
+    spikes = 5,    ///< about one element in 256 becomes +-value, the rest unchanged; default 1000
+    signed_zeros = 6,  ///< about half the elements become +0.0 or -0.0
+  };
+  kind what = kind::scaled;
+  double value = 0;
+
+  /// "scaled:64" and so on; "" for a name that is not a kind or a value that does not parse.
+  [[nodiscard]] static std::optional<input_case> parse(std::string_view text);
+  [[nodiscard]] std::string str() const;
+};
+
 /// One input or output buffer of the kernel: float32 elements, `size` an expression over the shape's dims.
 struct tensor_spec {
   std::string name;
   std::string size;                    ///< e.g. "R * C"
   std::string distribution = "normal"; ///< inputs: normal | uniform | positive (fresh values every trial)
   std::string dtype = "f32";           ///< element type: f32, or f16 (CUDA problems; raw 16-bit patterns)
+  /// Inputs: adversarial cases (CUDA backend; the host backend does not apply them yet). Loaded
+  /// problems get default_cases(distribution) unless problem.json lists its own ([] for none).
+  std::vector<input_case> adversarial = {};
 };
+
+/// The cases an input gets unless its problem says otherwise: large magnitudes and ties for every
+/// input, signed zeros where zero is a valid value (not for "positive" inputs). Not `constant`: in a
+/// dot product over a constant operand every output is one sum, whose cancellation the magnitude-aware
+/// tolerance cannot absorb (honest matvec kernels failed it on the H200); problems declare it where it
+/// is safe and telling (softmax, norms).
+[[nodiscard]] inline std::vector<input_case> default_cases(std::string_view distribution) {
+  using k = input_case::kind;
+  std::vector<input_case> v{{k::scaled, 64}, {k::ties, 2}};
+  if (distribution != "positive") v.push_back({k::signed_zeros, 0});
+  return v;
+}
+
+inline std::optional<input_case> input_case::parse(std::string_view text) {
+  using k = input_case::kind;
+  struct entry { std::string_view name; k what; double value; };
+  static constexpr entry kinds[] = {{"scaled", k::scaled, 64},   {"offset", k::offset, 1000}, {"constant", k::constant, 1.5},
+                                    {"ties", k::ties, 2},        {"spikes", k::spikes, 1000}, {"signed_zeros", k::signed_zeros, 0}};
+  const auto colon = text.find(':');
+  const auto name = text.substr(0, colon);
+  for (auto const& e : kinds) {
+    if (e.name != name) continue;
+    input_case c{e.what, e.value};
+    if (colon == std::string_view::npos) return c;
+    if (e.what == k::signed_zeros) return std::nullopt;  // takes no value
+    const std::string v(text.substr(colon + 1));
+    char* end = nullptr;
+    c.value = std::strtod(v.c_str(), &end);
+    if (v.empty() || end != v.c_str() + v.size() || !std::isfinite(c.value) || std::fabs(c.value) > 1e30) return std::nullopt;
+    if (e.what == k::ties && !(c.value > 0)) return std::nullopt;
+    return c;
+  }
+  return std::nullopt;
+}
+
+inline std::string input_case::str() const {
+  char b[64];
+  switch (what) {
+    case kind::scaled: std::snprintf(b, sizeof b, "scaled:%g", value); break;
+    case kind::offset: std::snprintf(b, sizeof b, "offset:%g", value); break;
+    case kind::constant: std::snprintf(b, sizeof b, "constant:%g", value); break;
+    case kind::ties: std::snprintf(b, sizeof b, "ties:%g", value); break;
+    case kind::spikes: std::snprintf(b, sizeof b, "spikes:%g", value); break;
+    case kind::signed_zeros: return "signed_zeros";
+  }
+  return b;
+}
 
 /// A parameterised kernel: source text with ${NAME} placeholders, and the parameters it takes.
 struct kernel_template {

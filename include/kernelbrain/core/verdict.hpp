@@ -17,6 +17,7 @@ enum class stage {
   timeout,      ///< watchdog deadline
   impossible,   ///< faster than the roofline floor: a measurement bug or a cheat
   infrastructure,  ///< the evaluator itself failed (not the candidate's fault)
+  sanitizer,    ///< a memory checker found an error (out-of-bounds access, race, uninitialised read)
 };
 
 [[nodiscard]] constexpr std::string_view to_string(stage s) noexcept {
@@ -31,6 +32,7 @@ enum class stage {
     case stage::timeout: return "timeout";
     case stage::impossible: return "impossible";
     case stage::infrastructure: return "infrastructure";
+    case stage::sanitizer: return "sanitizer";
   }
   return "unknown";
 }
@@ -38,7 +40,7 @@ enum class stage {
 /// Returns false for an unknown name.
 [[nodiscard]] constexpr bool parse_stage(std::string_view name, stage& out) noexcept {
   for (stage s : {stage::pass, stage::policy, stage::compile, stage::signature, stage::resources, stage::correctness,
-                  stage::crash, stage::timeout, stage::impossible, stage::infrastructure})
+                  stage::crash, stage::timeout, stage::impossible, stage::infrastructure, stage::sanitizer})
     if (to_string(s) == name) { out = s; return true; }
   return false;
 }

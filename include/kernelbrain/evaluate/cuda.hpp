@@ -4,7 +4,8 @@
 // candidates are compiled ahead, in parallel, one child per spare CPU core), and kernels
 // run in a serving worker (kernelbrain-cuda-worker --serve cuda) under a watchdog. A crash or sticky
 // CUDA error ends that worker (stage::crash), a hang is killed (stage::timeout), and a fresh worker
-// takes over. Linux only. Bodies: impl/cuda.ipp (no CUDA headers there).
+// takes over. Entry points and resources are read from the cubin (evaluate/cubin.hpp). Linux only.
+// Bodies: impl/cuda.ipp (no CUDA headers there).
 #pragma once
 #if !defined(__linux__)
 #error "kernelbrain/evaluate/cuda.hpp: the CUDA backend needs Linux"
@@ -12,10 +13,12 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 #include "kernelbrain/core/evaluator.hpp"
+#include "kernelbrain/evaluate/ptxas_report.hpp"
 
 namespace kernelbrain {
 
@@ -28,12 +31,19 @@ struct cuda_options {
   std::uint64_t flush_bytes = 0;  ///< written before every timed sample; 0: twice the device's L2
   int baseline_samples = 5;
   int baseline_warmup = 1;
+  /// Timed calls whose outputs are checked against the reference, chosen at random (from the
+  /// measurement's seed) besides the last call, which is always checked.
+  int checked_timed_calls = 1;
+  /// Extra correctness trials with each input's adversarial cases (problem.json `adversarial`) at one
+  /// correctness shape: the smallest of tier "odd" (else the smallest of tier "smoke").
+  bool adversarial_inputs = true;
+  /// compute-sanitizer as a gate stage (stage::sanitizer) on the first admitted point of each template
+  /// family and on every candidate that is not a template instance, at the smallest correctness shape.
+  bool sanitize = true;
+  std::string sanitizer_path;  ///< empty: $KERNELBRAIN_SANITIZER, compute-sanitizer on PATH, $CUDA_HOME/bin, /usr/local/cuda/bin
+  std::vector<std::string> sanitizer_tools = {"memcheck", "racecheck", "synccheck", "initcheck"};
+  double sanitizer_timeout = 180;  ///< wall-clock seconds per tool run (the tools run in parallel)
   std::function<void(int pid)> on_timing_request;  ///< test hook
-};
-
-/// Static resources of one compiled entry point, from ptxas -v.
-struct cuda_kernel_resources {
-  int registers = 0, spill_stores = 0, spill_loads = 0, stack = 0, static_smem = 0;
 };
 
 class cuda_evaluator final : public evaluator {
@@ -55,17 +65,27 @@ class cuda_evaluator final : public evaluator {
   [[nodiscard]] baseline measure_baseline(problem const& p) override;
   [[nodiscard]] double take_device_seconds() override;
 
+  /// Static resources of `c` (registers, spills, shared memory, occupancy), building it first;
+  /// nullopt when it does not build. Needs no GPU: they come from the cubin.
+  [[nodiscard]] std::optional<resources> resources_of(candidate const& c);
+
   [[nodiscard]] std::size_t worker_starts() const;
   [[nodiscard]] std::size_t compiles() const;
   [[nodiscard]] std::size_t cache_hits() const;
+  [[nodiscard]] std::size_t sanitizer_runs() const;  ///< candidates run under compute-sanitizer
+  /// The compute-sanitizer this evaluator uses; empty when the stage is off or none was found.
+  [[nodiscard]] std::string const& sanitizer() const;
 
  private:
   struct state;
   std::unique_ptr<state> s_;
 };
 
-/// The ptxas -v resources per entry point in an NVRTC log.
-[[nodiscard]] std::vector<std::pair<std::string, cuda_kernel_resources>> parse_ptxas_log(std::string const& log);
+/// The verdict of one compute-sanitizer run (`tool`) of kernelbrain-cuda-worker --sanitize, from its
+/// output: pass, stage::sanitizer naming the first error, or stage::infrastructure when the tool did
+/// not run the candidate. `limit` is the run's wall-clock limit, for the message.
+[[nodiscard]] verdict sanitizer_verdict(std::string const& tool, bool timed_out, int wait_status,
+                                        std::string const& output, double limit);
 
 /// The worker executable (see cuda_options::worker_path). Throws kernelbrain::error naming where it looked.
 [[nodiscard]] std::string find_cuda_worker(std::string const& explicit_path = {});

@@ -12,6 +12,11 @@ namespace kernelbrain::cuda_protocol {
 
 inline constexpr char const* role = "cuda";
 
+/// The most launches one plan may have (the parent rejects longer plans; the worker refuses them).
+inline constexpr std::uint64_t max_launches = 64;
+/// The most extra correctness trials (adversarial input cases) one check request may carry.
+inline constexpr std::uint64_t max_cases = 256;
+
 enum class request : std::uint32_t {
   check = wire::first_backend_type,  ///< correctness trials of a plan against the reference plan
   time,                              ///< timed runs (optionally interleaved with a second plan), then a check
@@ -30,6 +35,7 @@ enum class status : std::uint32_t {
   reference_failed,  ///< the trusted reference failed (not the candidate's fault)
   out_of_memory,     ///< device allocation failed
   bad_request,
+  attribute_mismatch,  ///< the driver's view of a kernel differs from the parent's reading of its cubin
 };
 
 enum class arg_kind : std::int32_t { buffer = 0, dim = 1 };
@@ -39,6 +45,8 @@ struct launch {
   std::int64_t grid[3] = {1, 1, 1}, block[3] = {1, 1, 1}, cluster[3] = {1, 1, 1};
   std::int64_t smem = 0;
   std::vector<std::int64_t> args;  ///< pairs (kind, index): buffer index (inputs, outputs, scratch) or dim index
+  /// What the parent read from the cubin, cross-checked against cuFuncGetAttribute (-1: not checked).
+  std::int32_t registers = -1, local_bytes = -1, static_smem = -1;
 };
 
 struct plan {
@@ -54,6 +62,13 @@ struct tensor {
   std::int32_t distribution = 0;  ///< inputs: 0 normal, 1 uniform, 2 positive
 };
 
+/// How one input's fresh values are transformed in an adversarial trial (see problem.hpp's
+/// input_case): kind 0 leaves them as drawn.
+struct input_case {
+  std::int32_t kind = 0;
+  double value = 0;
+};
+
 struct run_request {
   std::uint64_t shape_key = 0;  ///< buffers are reused while it stays the same
   std::vector<tensor> inputs, outputs;
@@ -65,6 +80,11 @@ struct run_request {
   std::int32_t warmup = 1, samples = 5;
   std::uint64_t flush_bytes = 0;
   std::int32_t verify_after_timing = 1;  ///< 0: baseline (the reference timed alone)
+  /// check: after the `trials` plain trials, one trial per entry, each entry one case per input.
+  std::vector<std::vector<input_case>> cases;
+  /// time: the timed calls (0-based, warm-up included) whose outputs are checked against the
+  /// reference on that call's inputs, besides the last one (when verify_after_timing).
+  std::vector<std::int32_t> checked_calls;
 };
 
 struct reply {
@@ -81,7 +101,7 @@ inline void put_plan(wire_writer& w, plan const& p) {
   for (auto const& l : p.launches) {
     w.str(l.kernel);
     for (int i = 0; i < 3; ++i) w.put(l.grid[i]).put(l.block[i]).put(l.cluster[i]);
-    w.put(l.smem).vec(l.args);
+    w.put(l.smem).vec(l.args).put(l.registers).put(l.local_bytes).put(l.static_smem);
   }
 }
 inline plan get_plan(wire_reader& r) {
@@ -89,7 +109,7 @@ inline plan get_plan(wire_reader& r) {
   p.cubin = r.str();
   p.scratch = r.vec<std::uint64_t>();
   const auto n = r.get<std::uint64_t>();
-  if (n > 64) throw wire_error("cuda request: too many launches");
+  if (n > max_launches) throw wire_error("cuda request: too many launches");
   for (std::uint64_t k = 0; k < n; ++k) {
     launch l;
     l.kernel = r.str();
@@ -100,6 +120,9 @@ inline plan get_plan(wire_reader& r) {
     }
     l.smem = r.get<std::int64_t>();
     l.args = r.vec<std::int64_t>();
+    l.registers = r.get<std::int32_t>();
+    l.local_bytes = r.get<std::int32_t>();
+    l.static_smem = r.get<std::int32_t>();
     p.launches.push_back(std::move(l));
   }
   return p;
@@ -132,6 +155,12 @@ inline std::string encode(run_request const& q) {
   detail::put_plan(w, q.incumbent);
   w.put(q.seed).put(q.trials).put(q.rtol).put(q.atol).put(q.warmup).put(q.samples).put(q.flush_bytes).put(
       q.verify_after_timing);
+  w.put(static_cast<std::uint64_t>(q.cases.size()));
+  for (auto const& c : q.cases) {
+    w.put(static_cast<std::uint64_t>(c.size()));
+    for (auto const& k : c) w.put(k.kind).put(k.value);
+  }
+  w.vec(q.checked_calls);
   return w.take();
 }
 inline run_request decode_run(std::string_view body) {
@@ -152,6 +181,19 @@ inline run_request decode_run(std::string_view body) {
   q.samples = r.get<std::int32_t>();
   q.flush_bytes = r.get<std::uint64_t>();
   q.verify_after_timing = r.get<std::int32_t>();
+  const auto ncases = r.get<std::uint64_t>();
+  if (ncases > max_cases) throw wire_error("cuda request: too many input cases");
+  for (std::uint64_t i = 0; i < ncases; ++i) {
+    const auto n = r.get<std::uint64_t>();
+    if (n > q.inputs.size()) throw wire_error("cuda request: an input case for more inputs than there are");
+    std::vector<input_case> c(n);
+    for (auto& k : c) {
+      k.kind = r.get<std::int32_t>();
+      k.value = r.get<double>();
+    }
+    q.cases.push_back(std::move(c));
+  }
+  q.checked_calls = r.vec<std::int32_t>();
   return q;
 }
 inline std::string encode(reply const& p) {

@@ -26,9 +26,13 @@ struct process_limits {
   std::uint64_t file_size_bytes = 0;
 };
 
-/// `argv` wrapped so that `limiter` (a worker executable in its --exec mode) applies `limits`, drops
-/// core dumps and then execs argv[0]. posix_spawn cannot set rlimits, and fork is unsafe in a
-/// multithreaded parent, so a tiny exec wrapper is the clean way.
+/// `argv` wrapped so that `limiter` (a worker executable in its --exec mode,
+/// detail::supervision::exec_main) runs argv[0] under `limits` with core dumps off, as a supervised
+/// child in the limiter's process group: the limiter exits the way the program did (the same exit
+/// status, or killed by the same signal), and when the search process dies it kills the program and
+/// everything the program started (g++'s cc1plus and as, a sanitizer's target). posix_spawn cannot
+/// set rlimits, and fork is unsafe in a multithreaded parent, so a small single-threaded supervisor
+/// is the clean way.
 [[nodiscard]] std::vector<std::string> limited_command(std::string const& limiter, process_limits const& limits,
                                                        std::vector<std::string> const& argv);
 
@@ -43,7 +47,10 @@ struct captured_run {
 };
 
 /// Runs argv (looked up on PATH) in a new process group with stdin from /dev/null and stdout+stderr
-/// captured; kills the whole group when `wall_limit` expires. Safe in a multithreaded program.
+/// captured; kills the whole group when `wall_limit` expires, and whatever is left of the group
+/// when argv[0] ends (a one-shot tool leaves nothing running). Safe in a multithreaded program.
+/// The calling thread waits for the child, so a child that sets PR_SET_PDEATHSIG (the supervisor of
+/// limited_command, detail::supervision::die_with_parent) dies with the search process.
 [[nodiscard]] captured_run run_captured(std::vector<std::string> const& argv, std::chrono::milliseconds wall_limit,
                                         std::size_t output_limit = 64 * 1024);
 
@@ -62,7 +69,9 @@ struct worker_reply {
 
 /// One worker process: spawned with posix_spawn (never fork: the parent is multithreaded), talking
 /// over a socketpair, sharing one arena that outlives restarts. A dead or killed worker is replaced
-/// by a fresh one on the next call. Not thread-safe: one caller at a time.
+/// by a fresh one on the next call. Not thread-safe: one caller at a time, but any thread: the
+/// worker outlives the thread that started it, and dies (its whole process group) when this
+/// process dies, because its serve loop watches the channel (serve_requests).
 class worker_process {
  public:
   /// `executable` is started as `executable --serve ROLE extra_args...` and must say hello with

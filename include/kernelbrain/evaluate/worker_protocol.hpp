@@ -28,6 +28,7 @@
 #include <type_traits>
 #include <utility>
 #include <vector>
+#include "kernelbrain/detail/process_supervision.hpp"
 
 namespace kernelbrain {
 
@@ -289,8 +290,20 @@ class worker_context {
 using request_handler = std::function<std::string(std::uint32_t type, std::string_view body, worker_context&)>;
 
 /// A worker executable's main loop: checks that it was started by a parent (channel and arena on
-/// their descriptors), dies with the parent, runs `lock_down` (the backend's own restrictions),
-/// says hello, then answers requests until the channel closes. Returns the process exit status.
+/// their descriptors) that is still alive, arranges to die with the parent, runs `lock_down` (the
+/// backend's own restrictions), says hello, then answers requests until the channel closes.
+/// Returns the process exit status: 2 not started by an evaluator, 3 the parent was already gone,
+/// 4 protocol error, 5 the watch thread could not start.
+///
+/// Dying with the parent: a watch thread (detail::supervision::kill_group_when_peer_closes) kills
+/// the worker's whole process group, the candidate and anything it started included, as soon as the
+/// parent's end of the channel closes, which the kernel does when the parent dies, however it dies.
+/// Not PR_SET_PDEATHSIG: that fires when the parent *thread* that spawned the worker exits, and
+/// workers are spawned by whichever thread called the evaluator first (often the evaluation thread
+/// of one search, which ends with that search while the evaluator goes on serving the next). The
+/// parent's end is close-on-exec and spawn closes every descriptor it does not hand over, so no
+/// other child holds it open. The watch thread exists before `lock_down` and the first request: a
+/// census of the worker's threads must be taken after serve_requests started.
 inline int serve_requests(std::string_view role, request_handler const& handle,
                           std::function<void()> const& lock_down = {}) {
   if (::fcntl(wire::channel_fd, F_GETFD) < 0 || ::fcntl(wire::arena_fd, F_GETFD) < 0) {
@@ -300,9 +313,14 @@ inline int serve_requests(std::string_view role, request_handler const& handle,
                  static_cast<int>(role.size()), role.data(), wire::channel_fd);
     return 2;
   }
-  // Die with the parent: an orphaned worker would keep a candidate running forever.
-  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (::getppid() == 1) return 3;
+  // An orphaned worker would keep a candidate running forever. The channel watch covers a parent
+  // that dies from now on; a parent already gone has been replaced by init or a subreaper.
+  if (detail::supervision::parent_is_gone()) return 3;
+  if (const int rc = detail::supervision::kill_group_when_peer_closes(wire::channel_fd); rc != 0) {
+    std::fprintf(stderr, "kernelbrain worker (%.*s): cannot start the thread that watches the parent: %s\n",
+                 static_cast<int>(role.size()), role.data(), std::strerror(rc));
+    return 5;
+  }
   const rlimit no_core{0, 0};
   ::setrlimit(RLIMIT_CORE, &no_core);  // a crashing candidate must not write core files
   if (lock_down) lock_down();

@@ -8,25 +8,28 @@
 
 #include <algorithm>
 #include <atomic>
-#include <boost/json/parse.hpp>
-#include <boost/json/value.hpp>
+#include <charconv>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <memory>
 #include <mutex>
-#include <regex>
+#include <set>
 #include <sstream>
+#include <thread>
 #include <unordered_map>
 #include "kernelbrain/core/error.hpp"
 #include "kernelbrain/core/expr.hpp"
 #include "kernelbrain/core/hash.hpp"
 #include "kernelbrain/core/statistics.hpp"
 #include "kernelbrain/detail/compile_pool.hpp"
+#include "kernelbrain/evaluate/cubin.hpp"
 #include "kernelbrain/evaluate/cuda.hpp"
 #include "kernelbrain/evaluate/cuda_protocol.hpp"
+#include "kernelbrain/evaluate/launch_plan.hpp"
 #include "kernelbrain/evaluate/worker_process.hpp"
+#include "kernelbrain/generate/template_space.hpp"
 
 namespace kernelbrain {
 namespace detail::cuda {
@@ -38,177 +41,65 @@ inline std::chrono::milliseconds millis(double seconds) {
   return std::chrono::milliseconds(static_cast<std::int64_t>(std::ceil(seconds * 1000.0)));
 }
 
-// H200 (sm_90) launch limits.
-inline constexpr std::int64_t max_threads = 1024, max_smem = 232448, max_grid_x = 2147483647, max_grid_yz = 65535,
-                              max_cluster = 8;
-
-/// A launch plan that cannot be used: `st` says which stage rejects it.
-struct plan_error {
-  stage st;
-  std::string message;
-};
-
-struct resolver {
-  problem const* prob;
-  std::map<std::string, std::int64_t> const* dims;
-
-  std::int64_t eval(boost::json::value const& v, std::string const& where) const {
-    std::string text;
-    if (v.is_string())
-      text = std::string(v.get_string().data(), v.get_string().size());
-    else if (v.is_int64())
-      return v.get_int64();
-    else if (v.is_uint64())
-      return static_cast<std::int64_t>(v.get_uint64());
-    else
-      throw plan_error{stage::signature, where + ": expected an expression"};
-    try {
-      return evaluate_expression(text, [this](std::string_view n) -> std::optional<std::int64_t> {
-        auto it = dims->find(std::string(n));
-        if (it == dims->end()) return std::nullopt;
-        return it->second;
-      });
-    } catch (error const& e) {
-      throw plan_error{stage::signature, where + ": \"" + text + "\": " + e.what()};
-    }
-  }
-
-  cp::plan resolve(std::string const& text) const {
-    namespace json = boost::json;
-    json::value doc;
-    try {
-      doc = json::parse(text);
-    } catch (std::exception const& e) {
-      throw plan_error{stage::signature, std::string("the launch plan is not valid JSON: ") + e.what()};
-    }
-    if (!doc.is_object()) throw plan_error{stage::signature, "the launch plan must be a JSON object"};
-    auto const& o = doc.get_object();
-    cp::plan p;
-    std::map<std::string, std::int64_t> buffers;
-    std::int64_t next = 0;
-    for (auto const& t : prob->inputs) buffers[t.name] = next++;
-    for (auto const& t : prob->outputs) buffers[t.name] = next++;
-    if (auto const* sc = o.if_contains("scratch")) {
-      if (!sc->is_array()) throw plan_error{stage::signature, "scratch must be an array"};
-      for (auto const& e : sc->get_array()) {
-        if (!e.is_object() || !e.get_object().if_contains("name") || !e.get_object().if_contains("size"))
-          throw plan_error{stage::signature, "a scratch buffer needs a name and a size"};
-        auto const& so = e.get_object();
-        const std::string name(so.at("name").as_string().c_str());
-        const auto n = eval(so.at("size"), "scratch '" + name + "' size");
-        if (n < 0 || n > (std::int64_t{1} << 36)) throw plan_error{stage::resources, "scratch '" + name + "' size out of range"};
-        std::int64_t width = 4;
-        if (auto const* dt = so.if_contains("dtype"); dt && dt->is_string() && dt->get_string() == "f16") width = 2;
-        p.scratch.push_back(static_cast<std::uint64_t>(n * width));
-        buffers[name] = next++;
-      }
-    }
-    auto const* ls = o.if_contains("launches");
-    if (!ls || !ls->is_array() || ls->get_array().empty())
-      throw plan_error{stage::signature, "the launch plan has no launches"};
-    for (auto const& lv : ls->get_array()) {
-      if (!lv.is_object()) throw plan_error{stage::signature, "a launch must be an object"};
-      auto const& lo = lv.get_object();
-      cp::launch l;
-      auto const* k = lo.if_contains("kernel");
-      if (!k || !k->is_string()) throw plan_error{stage::signature, "a launch needs a kernel name"};
-      l.kernel = std::string(k->get_string().c_str());
-      const std::string at = "kernel '" + l.kernel + "'";
-      auto triple = [&](char const* key, std::int64_t* out, bool required) {
-        auto const* v = lo.if_contains(key);
-        if (!v) {
-          if (required) throw plan_error{stage::signature, at + ": no " + key};
-          return;
-        }
-        if (!v->is_array() || v->get_array().size() != 3)
-          throw plan_error{stage::signature, at + ": " + key + " must list 3 expressions"};
-        for (int i = 0; i < 3; ++i) out[i] = eval(v->get_array()[static_cast<std::size_t>(i)], at + " " + key);
-      };
-      triple("grid", l.grid, true);
-      triple("block", l.block, true);
-      triple("cluster", l.cluster, false);
-      if (auto const* sm = lo.if_contains("smem")) l.smem = eval(*sm, at + " smem");
-      auto const* args = lo.if_contains("args");
-      if (!args || !args->is_array()) throw plan_error{stage::signature, at + ": no args"};
-      for (auto const& a : args->get_array()) {
-        if (!a.is_string()) throw plan_error{stage::signature, at + ": args must be names"};
-        const std::string name(a.get_string().c_str());
-        if (auto it = buffers.find(name); it != buffers.end()) {
-          l.args.push_back(static_cast<std::int64_t>(cp::arg_kind::buffer));
-          l.args.push_back(it->second);
-          continue;
-        }
-        auto d = std::find(prob->dim_order.begin(), prob->dim_order.end(), name);
-        if (d == prob->dim_order.end())
-          throw plan_error{stage::signature, at + ": argument '" + name + "' is neither a tensor, a scratch buffer nor a dim"};
-        l.args.push_back(static_cast<std::int64_t>(cp::arg_kind::dim));
-        l.args.push_back(d - prob->dim_order.begin());
-      }
-      // Launchable on an H200?
-      const auto threads = l.block[0] * l.block[1] * l.block[2];
-      const auto cl = l.cluster[0] * l.cluster[1] * l.cluster[2];
-      auto bad = [&](std::string const& why) { throw plan_error{stage::resources, at + ": " + why}; };
-      for (int i = 0; i < 3; ++i)
-        if (l.block[i] < 1 || l.grid[i] < 1 || l.cluster[i] < 1) bad("grid, block and cluster dims must be >= 1");
-      if (threads > max_threads) bad(std::to_string(threads) + " threads per block (at most 1024)");
-      if (l.grid[0] > max_grid_x || l.grid[1] > max_grid_yz || l.grid[2] > max_grid_yz) bad("grid too large");
-      if (l.smem < 0 || l.smem > max_smem) bad(std::to_string(l.smem) + " bytes of dynamic shared memory (at most 232448)");
-      if (cl > max_cluster) bad("cluster of " + std::to_string(cl) + " blocks (at most 8)");
-      for (int i = 0; i < 3; ++i)
-        if (l.grid[i] % l.cluster[i] != 0) bad("grid not a multiple of the cluster");
-      p.launches.push_back(std::move(l));
-    }
-    return p;
-  }
-};
-
 inline std::uint64_t hash_text(std::string_view s) { return hasher{}.bytes(s).digest(); }
 
 }  // namespace detail::cuda
 
-std::vector<std::pair<std::string, cuda_kernel_resources>> parse_ptxas_log(std::string const& log) {
-  static const std::regex entry_re(R"(Compiling entry function '([^']+)')");
-  static const std::regex props_re(R"(Function properties for ([A-Za-z_0-9]+))");
-  static const std::regex frame_re(R"((\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads)");
-  static const std::regex used_re(R"(Used (\d+) registers(.*))");
-  static const std::regex smem_re(R"((\d+) bytes smem)");
-  std::vector<std::pair<std::string, cuda_kernel_resources>> out;
-  auto find = [&](std::string const& n) -> cuda_kernel_resources* {
-    for (auto& [k, v] : out)
-      if (k == n) return &v;
-    return nullptr;
-  };
-  std::istringstream lines(log);
-  std::string line, current, props_for;
-  while (std::getline(lines, line)) {
-    std::smatch m;
-    if (std::regex_search(line, m, entry_re)) {
-      current = m[1];
-      if (!find(current)) out.emplace_back(current, cuda_kernel_resources{});
+verdict sanitizer_verdict(std::string const& tool, bool timed_out, int wait_status, std::string const& output,
+                          double limit) {
+  auto tail = [&](std::size_t n) { return output.size() > n ? "..." + output.substr(output.size() - n) : output; };
+  if (timed_out)
+    return verdict::reject(stage::sanitizer, tool + ": the candidate did not finish under compute-sanitizer within " +
+                                                 std::to_string(static_cast<int>(limit)) + " s");
+  // Errors: the summary line, or the exit status asked for with --error-exitcode.
+  int errors = 0, warnings = 0;
+  bool summary = false;
+  std::istringstream in(output);
+  std::string line;
+  std::vector<std::string> report;
+  bool candidate_failed = false, ran = false;
+  while (std::getline(in, line)) {
+    if (line.find("kernelbrain-sanitize: ok") != std::string::npos) ran = true;
+    if (line.find("kernelbrain-sanitize: the candidate failed") != std::string::npos ||
+        line.find("kernelbrain-cuda-worker: sticky CUDA error") != std::string::npos) {
+      candidate_failed = true;
+      report.push_back(line);
+    }
+    if (line.rfind("=========", 0) != 0) continue;
+    std::string text = line.substr(9);
+    const auto first = text.find_first_not_of(' ');
+    text = first == std::string::npos ? std::string{} : text.substr(first);
+    if (auto at = text.find("ERROR SUMMARY: "); at != std::string::npos) {
+      std::from_chars(text.data() + at + 15, text.data() + text.size(), errors);
+      summary = true;
       continue;
     }
-    if (std::regex_search(line, m, props_re)) {
-      props_for = m[1];
+    if (text.find("RACECHECK SUMMARY:") != std::string::npos) {
+      // "N hazards displayed (E errors, W warnings)": racecheck's --error-exitcode counts warnings too.
+      if (auto at = text.find('('); at != std::string::npos) std::from_chars(text.data() + at + 1, text.data() + text.size(), errors);
+      if (auto at = text.find(", "); at != std::string::npos) std::from_chars(text.data() + at + 2, text.data() + text.size(), warnings);
+      summary = true;
       continue;
     }
-    if (std::regex_search(line, m, frame_re)) {
-      if (auto* k = find(props_for)) {
-        k->stack = std::stoi(m[1]);
-        k->spill_stores = std::stoi(m[2]);
-        k->spill_loads = std::stoi(m[3]);
-      }
+    if (text.empty() || text.rfind("COMPUTE-SANITIZER", 0) == 0 || text.rfind("Program hit", 0) == 0 ||
+        text.rfind("Saved host backtrace", 0) == 0 || text.rfind("Host Frame", 0) == 0)
       continue;
-    }
-    if (std::regex_search(line, m, used_re) && !current.empty()) {
-      if (auto* k = find(current)) {
-        k->registers = std::stoi(m[1]);
-        const std::string rest = m[2];
-        std::smatch s;
-        if (std::regex_search(rest, s, smem_re)) k->static_smem = std::stoi(s[1]);
-      }
-    }
+    if (report.size() < 4) report.push_back(text);
   }
-  return out;
+  const bool error_exit = WIFEXITED(wait_status) && WEXITSTATUS(wait_status) == 86;
+  // Racecheck's warnings (hazards it rates as possibly benign, such as intra-warp ones between
+  // warp-synchronous instructions) are not errors: with a summary that counts no error, they pass.
+  const bool only_warnings = tool == "racecheck" && summary && errors == 0 && warnings > 0 && ran;
+  std::string what;
+  for (auto const& r : report) what += (what.empty() ? "" : " / ") + r;
+  if (errors > 0 || (error_exit && !only_warnings))
+    return verdict::reject(stage::sanitizer, tool + (errors > 0 ? " found " + std::to_string(errors) + " error" + (errors == 1 ? "" : "s")
+                                                                : std::string(" reported errors")) +
+                                                 ": " + what);
+  if (candidate_failed) return verdict::reject(stage::sanitizer, tool + ": the candidate failed under compute-sanitizer: " + what);
+  if (ran && ((WIFEXITED(wait_status) && WEXITSTATUS(wait_status) == 0) || only_warnings)) return verdict::pass();
+  return verdict::reject(stage::infrastructure,
+                         "compute-sanitizer " + tool + " did not run the candidate (" + describe_wait_status(wait_status) + "): " + tail(600));
 }
 
 std::string find_cuda_worker(std::string const& explicit_path) {
@@ -261,6 +152,12 @@ struct cuda_evaluator::state {
   std::unordered_map<std::uint64_t, built> builds;
   double spent = 0;
   std::atomic<std::size_t> compiles{0}, hits{0};
+  std::string sanitizer;                  ///< compute-sanitizer, or empty: the stage is off
+  std::size_t sanitize_shape = 0;         ///< the smallest correctness shape
+  std::size_t adversarial_shape = 0;      ///< the smallest "odd" shape (else the smallest correctness shape)
+  std::set<std::string> sanitized_families;  ///< families whose template instance passed the sanitizer
+  std::unordered_map<std::uint64_t, verdict> sanitized;  ///< per candidate id
+  std::size_t sanitizer_runs = 0;
   mutable std::mutex mu;  ///< builds, worker, spent: the evaluation thread's state
 
   state(problem const& p, cuda_options o)
@@ -364,7 +261,8 @@ struct cuda_evaluator::state {
     if (!r.succeeded() || !fs::is_regular_file(cubin, ec)) {
       cleanup();
       std::string tail = r.output.size() > 4000 ? r.output.substr(0, 4000) + "..." : r.output;
-      c.result = verdict::reject(stage::compile, "NVRTC failed (" + (r.started ? describe_wait_status(r.wait_status) : std::string("not started")) + "): " + tail);
+      c.result = r.started ? verdict::reject(stage::compile, "NVRTC failed (" + describe_wait_status(r.wait_status) + "): " + tail)
+                           : verdict::reject(stage::infrastructure, "cannot start the NVRTC compile: " + tail);
       return c;
     }
     std::ofstream(log) << c.log;
@@ -404,6 +302,7 @@ struct cuda_evaluator::state {
       if (line.rfind("driver ", 0) == 0) device_text += "; driver " + line.substr(7);
       if (line.rfind("l2 ", 0) == 0) l2_bytes = std::strtoull(line.c_str() + 3, nullptr, 10);
     }
+    std::uint64_t smallest = ~std::uint64_t{0}, smallest_odd = ~std::uint64_t{0};
     for (std::size_t s = 0; s < prob.shapes.size(); ++s) {
       auto const& sh = prob.shapes[s];
       auto lookup = [&sh](std::string_view n) -> std::optional<std::int64_t> {
@@ -415,30 +314,118 @@ struct cuda_evaluator::state {
       for (auto const& n : prob.dim_order) d.push_back(sh.dims.at(n));
       dims.push_back(std::move(d));
       std::vector<cuda_protocol::tensor> ins, outs;
-      for (auto const& t : prob.inputs)
+      std::uint64_t bytes = 0;
+      for (auto const& t : prob.inputs) {
         ins.push_back({static_cast<std::uint64_t>(evaluate_expression(t.size, lookup)), t.dtype == "f16" ? 1 : 0,
                        t.distribution == "uniform" ? 1 : t.distribution == "positive" ? 2 : 0});
-      for (auto const& t : prob.outputs)
+        bytes += ins.back().count * (ins.back().dtype ? 2 : 4);
+      }
+      for (auto const& t : prob.outputs) {
         outs.push_back({static_cast<std::uint64_t>(evaluate_expression(t.size, lookup)), t.dtype == "f16" ? 1 : 0, 0});
+        bytes += outs.back().count * (outs.back().dtype ? 2 : 4);
+      }
       in_t.push_back(std::move(ins));
       out_t.push_back(std::move(outs));
+      if (correctness_tier(s) && bytes < smallest) {
+        smallest = bytes;
+        sanitize_shape = s;
+      }
+      if (prob.shapes[s].tier == "odd" && bytes < smallest_odd) {
+        smallest_odd = bytes;
+        adversarial_shape = s;
+      }
     }
     auto rc = compile(prob.reference_source);
     if (!rc.result) throw error(where("the reference does not compile: " + rc.result.detail));
     ref_cubin = rc.cubin;
+    cubin_info ref_info;
+    try {
+      ref_info = read_cubin_file(ref_cubin);
+    } catch (error const& e) {
+      throw error(where(std::string("cannot read the reference's cubin: ") + e.what()));
+    }
     for (std::size_t s = 0; s < prob.shapes.size(); ++s) {
       try {
-        auto p = resolver_at(s).resolve(prob.reference_launch);
+        auto p = resolve_launch_plan(prob, prob.shapes[s].dims, prob.reference_launch);
+        if (auto bad = check_plan_against(p, ref_info)) throw plan_reject(*bad);
+        annotate(p, ref_info);
         p.cubin = ref_cubin;
         ref_plans.push_back(std::move(p));
-      } catch (detail::cuda::plan_error const& e) {
+      } catch (plan_reject const& e) {
         throw error(where("the reference launch plan at shape '" + prob.shapes[s].name + "': " + e.message));
       }
     }
-    fingerprint = "cuda/v1; nvrtc " + nvrtc_version + "; options: " + options_text() + "; device: " + device_text;
+    if (smallest_odd == ~std::uint64_t{0}) adversarial_shape = sanitize_shape;
+    if (opt.sanitize) sanitizer = find_sanitizer();
+    fingerprint = "cuda/v2; nvrtc " + nvrtc_version + "; options: " + options_text() + "; device: " + device_text +
+                  "; gate: adversarial " + (opt.adversarial_inputs ? "on" : "off") + ", checked timed calls " +
+                  std::to_string(opt.checked_timed_calls) + ", sanitizer " + (sanitizer.empty() ? "off" : "on");
   }
 
-  detail::cuda::resolver resolver_at(std::size_t s) const { return {&prob, &prob.shapes[s].dims}; }
+  [[nodiscard]] bool correctness_tier(std::size_t s) const {
+    return prob.shapes[s].tier == "smoke" || prob.shapes[s].tier == "odd";
+  }
+
+  /// compute-sanitizer: the option, $KERNELBRAIN_SANITIZER, PATH, $CUDA_HOME/bin, /usr/local/cuda/bin;
+  /// empty when none is there (the stage is then off, and the fingerprint says so).
+  std::string find_sanitizer() const {
+    namespace fs = std::filesystem;
+    auto usable = [](std::string const& p) { return !p.empty() && fs::is_regular_file(p) && ::access(p.c_str(), X_OK) == 0; };
+    if (!opt.sanitizer_path.empty()) {
+      if (usable(opt.sanitizer_path)) return opt.sanitizer_path;
+      throw error("cuda backend: sanitizer_path '" + opt.sanitizer_path + "' is not an executable file");
+    }
+    if (char const* e = std::getenv("KERNELBRAIN_SANITIZER"); e && *e) {
+      if (usable(e)) return e;
+      throw error(std::string("cuda backend: KERNELBRAIN_SANITIZER='") + e + "' is not an executable file");
+    }
+    std::vector<std::string> dirs;
+    if (char const* path = std::getenv("PATH")) {
+      std::string p(path);
+      for (std::size_t b = 0; b <= p.size();) {
+        const auto e = p.find(':', b);
+        dirs.push_back(p.substr(b, e == std::string::npos ? std::string::npos : e - b));
+        if (e == std::string::npos) break;
+        b = e + 1;
+      }
+    }
+    if (char const* h = std::getenv("CUDA_HOME"); h && *h) dirs.push_back(std::string(h) + "/bin");
+    dirs.push_back("/usr/local/cuda/bin");
+    for (auto const& d : dirs)
+      if (!d.empty() && usable(d + "/compute-sanitizer")) return d + "/compute-sanitizer";
+    return {};
+  }
+
+  /// What the worker cross-checks against cuFuncGetAttribute: the cubin's view of each kernel.
+  static void annotate(cuda_protocol::plan& p, cubin_info const& info) {
+    for (auto& l : p.launches)
+      if (auto const* k = info.find(l.kernel)) {
+        l.registers = k->registers;
+        l.local_bytes = k->local_bytes;
+        l.static_smem = k->static_smem;
+      }
+  }
+
+  /// The cubin's kernels; a cached cubin that cannot be read is compiled again once.
+  std::optional<cubin_info> read_compiled(std::string const& source, compiled& cc, std::string& why) {
+    try {
+      return read_cubin_file(cc.cubin);
+    } catch (error const& e) {
+      why = e.what();
+    }
+    std::error_code ec;
+    const auto key = compile_key(source);
+    std::filesystem::remove(cache_base(key) + ".cubin", ec);
+    std::filesystem::remove(cache_base(key) + ".log", ec);
+    cc = compile_now(key, source);
+    if (!cc.result) return std::nullopt;
+    try {
+      return read_cubin_file(cc.cubin);
+    } catch (error const& e) {
+      why = e.what();
+    }
+    return std::nullopt;
+  }
 
   built const& build(candidate const& c) {
     if (auto it = builds.find(c.id.value); it != builds.end()) return it->second;
@@ -451,51 +438,63 @@ struct cuda_evaluator::state {
       b.result = cc.result;
       b.cubin = cc.cubin;
     }
+    cubin_info info;
     if (b.result) {
-      try {
-        for (std::size_t s = 0; s < prob.shapes.size(); ++s) {
-          auto p = resolver_at(s).resolve(c.launch);
-          p.cubin = b.cubin;
-          b.plans.push_back(std::move(p));
-        }
-      } catch (detail::cuda::plan_error const& e) {
-        b.result = verdict::reject(e.st, "launch plan: " + e.message);
+      std::string why;
+      if (auto i = read_compiled(c.source, cc, why)) {
+        info = std::move(*i);
+        b.cubin = cc.cubin;
+      } else {
+        b.result = cc.result ? verdict::reject(stage::infrastructure, "cannot read the compiled cubin: " + why) : cc.result;
       }
     }
     if (b.result) {
-      const auto kernels = parse_ptxas_log(cc.log);
-      int regs = 0, spill = 0, smem = 0;
-      for (auto const& l : b.plans.back().launches) {
-        auto it = std::find_if(kernels.begin(), kernels.end(), [&](auto const& k) { return k.first == l.kernel; });
-        if (it == kernels.end()) {
-          std::string found;
-          for (auto const& k : kernels) found += (found.empty() ? "" : ", ") + k.first;
-          b.result = verdict::reject(
-              stage::signature, "the launch plan names kernel '" + l.kernel +
-                                    "', which the source does not define as extern \"C\" __global__ (entry points: " +
-                                    (found.empty() ? "none; compiler log: '" + cc.log.substr(0, 300) + "'" : found) + ")");
+      // State that would outlive the candidate (the device heap) or flood the worker (printf).
+      for (auto const& f : info.imports)
+        if (f == "malloc" || f == "free" || f == "__nv_aligned_device_malloc" || f == "vprintf") {
+          b.result = verdict::reject(stage::policy, "the kernel calls " + f + " in device code, which candidates may not: " +
+                                                        "use a scratch buffer of the launch plan instead of the device heap, and no printf");
           break;
         }
-        regs = std::max(regs, it->second.registers);
-        spill = std::max(spill, it->second.spill_stores + it->second.spill_loads);
-        smem = std::max<int>(smem, it->second.static_smem + static_cast<int>(l.smem));
-        if (it->second.registers > 255)
-          b.result = verdict::reject(stage::resources, "kernel '" + l.kernel + "' uses " +
-                                                           std::to_string(it->second.registers) + " registers");
+    }
+    if (b.result) {
+      for (std::size_t s = 0; s < prob.shapes.size() && b.result; ++s) {
+        try {
+          auto p = resolve_launch_plan(prob, prob.shapes[s].dims, c.launch);
+          if (auto bad = check_plan_against(p, info)) throw plan_reject(*bad);
+          annotate(p, info);
+          p.cubin = b.cubin;
+          b.plans.push_back(std::move(p));
+        } catch (plan_reject const& e) {
+          b.result = verdict::reject(e.where, "launch plan at shape '" + prob.shapes[s].name + "': " + e.message);
+        }
       }
-      if (b.result) {
-        // Occupancy of the first launch at the last (largest) shape.
-        auto const& l = b.plans.back().launches.front();
-        auto it = std::find_if(kernels.begin(), kernels.end(), [&](auto const& k) { return k.first == l.kernel; });
-        const std::int64_t threads = l.block[0] * l.block[1] * l.block[2];
-        const std::int64_t warps = (threads + 31) / 32;
-        const std::int64_t regs_warp = ((std::max(it->second.registers, 1) * 32 + 255) / 256) * 256;
-        const std::int64_t by_regs = 65536 / std::max<std::int64_t>(1, regs_warp * warps);
-        const std::int64_t by_smem = 233472 / (it->second.static_smem + l.smem + 1024);
-        const std::int64_t by_threads = 2048 / std::max<std::int64_t>(1, threads);
-        const std::int64_t blocks = std::min({by_regs, by_smem, by_threads, std::int64_t{32}});
-        b.res = resources{regs, spill, smem, static_cast<double>(blocks * warps) / 64.0};
+    }
+    if (b.result) {
+      // Spill counts are only in the ptxas report, which NVRTC leaves empty on a compute-cache hit;
+      // the report is taken where it agrees with the cubin, else local memory is the spill signal.
+      const auto report = parse_ptxas_log(cc.log);
+      int regs = 0, spill = 0, smem = 0;
+      for (auto const& l : b.plans.back().launches) {
+        auto const* k = info.find(l.kernel);
+        regs = std::max(regs, k->registers);
+        int spilled = k->local_bytes;
+        for (auto const& [name, r] : report)
+          if (name == l.kernel && r.registers == k->registers && r.stack == k->local_bytes) spilled = r.spill_stores + r.spill_loads;
+        spill = std::max(spill, spilled);
+        smem = std::max<int>(smem, k->static_smem + static_cast<int>(l.smem));
       }
+      // Occupancy of the first launch at the last (largest) shape.
+      auto const& l = b.plans.back().launches.front();
+      auto const* k = info.find(l.kernel);
+      const std::int64_t threads = l.block[0] * l.block[1] * l.block[2];
+      const std::int64_t warps = (threads + 31) / 32;
+      const std::int64_t regs_warp = ((std::max(k->registers, 1) * 32 + 255) / 256) * 256;
+      const std::int64_t by_regs = 65536 / std::max<std::int64_t>(1, regs_warp * warps);
+      const std::int64_t by_smem = 233472 / (k->static_smem + l.smem + 1024);
+      const std::int64_t by_threads = 2048 / std::max<std::int64_t>(1, threads);
+      const std::int64_t blocks = std::min({by_regs, by_smem, by_threads, std::int64_t{32}});
+      b.res = resources{regs, spill, smem, static_cast<double>(blocks * warps) / 64.0};
     }
     return builds.emplace(c.id.value, std::move(b)).first->second;
   }
@@ -549,6 +548,7 @@ struct cuda_evaluator::state {
         return verdict::reject(stage::correctness, "wrote its input " + tensor() + what + ": " + rep.message);
       case cp::status::reference_failed:
       case cp::status::bad_request:
+      case cp::status::attribute_mismatch:
         break;
     }
     return verdict::reject(stage::infrastructure, what + ": " + rep.message);
@@ -569,12 +569,78 @@ struct cuda_evaluator::state {
   }
   std::string at_shape(std::size_t s) const { return "at shape '" + prob.shapes[s].name + "'"; }
 
+  /// One trial per adversarial case of each input (the other inputs as drawn).
+  std::vector<std::vector<cuda_protocol::input_case>> adversarial_cases() const {
+    std::vector<std::vector<cuda_protocol::input_case>> out;
+    for (std::size_t k = 0; k < prob.inputs.size(); ++k)
+      for (auto const& c : prob.inputs[k].adversarial) {
+        std::vector<cuda_protocol::input_case> v(prob.inputs.size());
+        v[k] = {static_cast<std::int32_t>(c.what), c.value};
+        out.push_back(std::move(v));
+      }
+    return out;
+  }
+
   verdict check_shape(built const& b, std::size_t s, int trials, std::uint64_t seed) {
     auto q = request_for(s, b.plans[s], seed);
     q.trials = std::max(1, trials);
+    if (opt.adversarial_inputs && s == adversarial_shape) q.cases = adversarial_cases();
     auto rep = worker.call(static_cast<std::uint32_t>(cuda_protocol::request::check), cuda_protocol::encode(q),
-                           detail::cuda::millis(opt.run_timeout + (worker.running() ? 0.0 : 30.0)));
+                           detail::cuda::millis(opt.run_timeout * (1.0 + static_cast<double>(q.cases.size()) / 4.0) +
+                                                (worker.running() ? 0.0 : 30.0)));
     return translate(rep, at_shape(s), nullptr);
+  }
+
+  /// Is `c` exactly its family's template at its parameters (so the family's sanitizer run covers it)?
+  bool template_instance(candidate const& c) const {
+    auto const* h = find_hint(prob, c.family);
+    return h && h->templ && substitute(h->templ->source, c.params) == c.source && substitute(h->templ->launch, c.params) == c.launch;
+  }
+
+  /// compute-sanitizer on `c` at the smallest correctness shape: every tool at once (nothing is
+  /// timed meanwhile: the evaluation thread waits here), wall time charged as device time.
+  verdict sanitize(candidate const& c, built const& b, std::uint64_t seed) {
+    if (sanitizer.empty() || opt.sanitizer_tools.empty()) return verdict::pass();
+    if (auto it = sanitized.find(c.id.value); it != sanitized.end()) return it->second;
+    const bool instance = template_instance(c);
+    if (instance && sanitized_families.count(c.family)) return verdict::pass();
+    ++sanitizer_runs;
+    static std::atomic<std::uint64_t> serial{0};
+    const auto request = (std::filesystem::path(cache) / ("sanitize-" + std::to_string(::getpid()) + "-" +
+                                                          std::to_string(serial++) + ".req")).string();
+    {
+      std::ofstream out(request, std::ios::binary);
+      out << cuda_protocol::encode(request_for(sanitize_shape, b.plans[sanitize_shape], seed));
+      if (!out) return verdict::reject(stage::infrastructure, "cannot write the sanitizer request " + request);
+    }
+    const auto start = std::chrono::steady_clock::now();
+    std::vector<captured_run> runs(opt.sanitizer_tools.size());
+    {
+      std::vector<std::thread> threads;
+      for (std::size_t t = 0; t < opt.sanitizer_tools.size(); ++t)
+        threads.emplace_back([&, t] {
+          auto const& tool = opt.sanitizer_tools[t];
+          std::vector<std::string> argv = {worker_exe,  "--exec", "--", sanitizer, "--tool", tool, "--error-exitcode", "86",
+                                           "--print-limit", "4"};
+          if (tool == "memcheck") argv.insert(argv.end(), {"--padding", "256"});
+          argv.insert(argv.end(), {worker_exe, "--sanitize", request});
+          runs[t] = run_captured(argv, detail::cuda::millis(opt.sanitizer_timeout), 256 * 1024);
+        });
+      for (auto& t : threads) t.join();
+    }
+    spent += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::error_code ec;
+    std::filesystem::remove(request, ec);
+    verdict v = verdict::pass();
+    for (std::size_t t = 0; t < runs.size() && v; ++t) {
+      auto const& r = runs[t];
+      v = r.started ? sanitizer_verdict(opt.sanitizer_tools[t], r.timed_out, r.wait_status, r.output, opt.sanitizer_timeout)
+                    : verdict::reject(stage::infrastructure, "cannot start compute-sanitizer: " + r.output);
+    }
+    if (v.where == stage::sanitizer) v.detail = at_shape(sanitize_shape) + ": " + v.detail;
+    if (v && instance) sanitized_families.insert(c.family);
+    if (v.where != stage::infrastructure) sanitized.emplace(c.id.value, v);
+    return v;
   }
 
   std::uint64_t flush() const { return opt.flush_bytes ? opt.flush_bytes : (l2_bytes ? 2 * l2_bytes : std::uint64_t{128} << 20); }
@@ -586,8 +652,9 @@ struct cuda_evaluator::state {
 cuda_evaluator::cuda_evaluator(problem const& p, cuda_options o) {
   p.validate();
   s_ = std::make_unique<state>(p, std::move(o));
-  if (!(s_->opt.run_timeout > 0) || !(s_->opt.compile_timeout > 0))
-    throw error("cuda_options: run_timeout and compile_timeout must be positive seconds");
+  if (!(s_->opt.run_timeout > 0) || !(s_->opt.compile_timeout > 0) || !(s_->opt.sanitizer_timeout > 0))
+    throw error("cuda_options: run_timeout, compile_timeout and sanitizer_timeout must be positive seconds");
+  if (s_->opt.checked_timed_calls < 0) throw error("cuda_options: checked_timed_calls must be >= 0");
   s_->setup();
 }
 cuda_evaluator::~cuda_evaluator() = default;
@@ -610,7 +677,7 @@ verdict cuda_evaluator::check(candidate const& c, std::span<std::size_t const> s
     if (sh >= s.prob.shapes.size()) throw error("cuda backend: shape index out of range");
     if (auto v = s.check_shape(b, sh, trials, derive_seed(seed, "cuda-check", sh)); !v) return v;
   }
-  return verdict::pass();
+  return s.sanitize(c, b, derive_seed(seed, "cuda-sanitize", 0));
 }
 
 measurement cuda_evaluator::measure(candidate const& c, rung const& r, measure_request const& req) {
@@ -637,6 +704,11 @@ measurement cuda_evaluator::measure(candidate const& c, rung const& r, measure_r
     q.warmup = std::max(0, r.warmup);
     q.samples = std::max(1, r.samples);
     q.flush_bytes = s.flush();
+    // Which timed calls are checked: drawn from the measurement's seed, unknown to the candidate.
+    rng pick(derive_seed(req.seed, "cuda-checked-calls", sh));
+    const int total = q.warmup + q.samples;
+    for (int k = 0; k < s.opt.checked_timed_calls && total > 1; ++k)
+      q.checked_calls.push_back(static_cast<std::int32_t>(pick.below(static_cast<std::uint64_t>(total - 1))));
     auto rep = s.worker.call(static_cast<std::uint32_t>(cuda_protocol::request::time), cuda_protocol::encode(q),
                              detail::cuda::millis(s.opt.run_timeout * (inc ? 2 : 1) + (s.worker.running() ? 0.0 : 30.0)),
                              s.opt.on_timing_request);
@@ -699,6 +771,12 @@ double cuda_evaluator::take_device_seconds() {
   std::lock_guard lk(s_->mu);
   return std::exchange(s_->spent, 0.0);
 }
+std::optional<resources> cuda_evaluator::resources_of(candidate const& c) {
+  std::lock_guard lk(s_->mu);
+  auto const& b = s_->build(c);
+  if (!b.result) return std::nullopt;
+  return b.res;
+}
 std::size_t cuda_evaluator::worker_starts() const {
   std::lock_guard lk(s_->mu);
   return s_->worker.spawns();
@@ -711,5 +789,10 @@ std::size_t cuda_evaluator::cache_hits() const {
   std::lock_guard lk(s_->mu);
   return s_->hits;
 }
+std::size_t cuda_evaluator::sanitizer_runs() const {
+  std::lock_guard lk(s_->mu);
+  return s_->sanitizer_runs;
+}
+std::string const& cuda_evaluator::sanitizer() const { return s_->sanitizer; }
 
 }  // namespace kernelbrain

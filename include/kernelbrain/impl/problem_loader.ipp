@@ -350,7 +350,7 @@ inline std::vector<tensor_spec> tensors(reader const& r, json::object const& top
     const auto at = element(where, i);
     auto const& o = r.object(arr[i], at);
     if (inputs)
-      r.only(o, at, {"name", "size", "distribution", "dtype"});
+      r.only(o, at, {"name", "size", "distribution", "dtype", "adversarial"});
     else
       r.only(o, at, {"name", "size", "dtype"});
     tensor_spec t;
@@ -369,6 +369,23 @@ inline std::vector<tensor_spec> tensors(reader const& r, json::object const& top
         t.distribution = r.string(*d, member(at, "distribution"));
         if (t.distribution != "normal" && t.distribution != "uniform" && t.distribution != "positive")
           r.fail(member(at, "distribution"), "'" + t.distribution + "' is not one of normal, uniform, positive");
+      }
+      t.adversarial = default_cases(t.distribution);
+      if (auto const* a = reader::optional(o, "adversarial")) {
+        const auto where_a = member(at, "adversarial");
+        auto const& cases = r.array(*a, where_a);
+        t.adversarial.clear();
+        for (std::size_t c = 0; c < cases.size(); ++c) {
+          const auto text = r.string(cases[c], element(where_a, c));
+          auto parsed = input_case::parse(text);
+          if (!parsed)
+            r.fail(element(where_a, c), "'" + text +
+                                            "' is not a case (scaled[:x], offset[:x], constant[:x], ties[:x>0], "
+                                            "spikes[:x], signed_zeros)");
+          if (t.distribution == "positive" && parsed->what == input_case::kind::signed_zeros)
+            r.fail(element(where_a, c), "signed_zeros would give a 'positive' input zeros");
+          t.adversarial.push_back(*parsed);
+        }
       }
     }
     out.push_back(std::move(t));

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <thread>
 #include "kernelbrain/core/error.hpp"
+#include "kernelbrain/detail/process_supervision.hpp"
 #include "kernelbrain/evaluate/worker_process.hpp"
 
 extern char** environ;
@@ -49,9 +50,18 @@ inline int high_dup(int fd) {
 }
 
 /// posix_spawn with stdin from /dev/null, descriptors mapped (source -> target), every other
-/// descriptor closed, default signal dispositions and mask, and a new process group.
+/// descriptor closed, default signal dispositions and mask, a new process group, and this process's
+/// pid in the environment as KERNELBRAIN_PARENT_PID (detail::supervision: a KernelBrain child
+/// compares it with getppid() to tell that its parent died before it could arrange to die with it).
 /// Returns the pid, or -errno when the program could not be started.
 inline int spawn(std::vector<std::string> const& argv, std::vector<std::pair<int, int>> const& fds, bool search_path) {
+  std::string parent = std::string(supervision::parent_pid_variable) + "=" + std::to_string(::getpid());
+  const std::size_t name_len = std::strlen(supervision::parent_pid_variable);
+  std::vector<char*> env;
+  for (char** e = environ; e && *e; ++e)
+    if (std::strncmp(*e, supervision::parent_pid_variable, name_len) != 0 || (*e)[name_len] != '=') env.push_back(*e);
+  env.push_back(parent.data());
+  env.push_back(nullptr);
   posix_spawn_file_actions_t fa;
   posix_spawnattr_t at;
   ::posix_spawn_file_actions_init(&fa);
@@ -79,8 +89,8 @@ inline int spawn(std::vector<std::string> const& argv, std::vector<std::pair<int
   for (auto const& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
   pid_t pid = -1;
-  const int rc = search_path ? ::posix_spawnp(&pid, args[0], &fa, &at, args.data(), environ)
-                             : ::posix_spawn(&pid, args[0], &fa, &at, args.data(), environ);
+  const int rc = search_path ? ::posix_spawnp(&pid, args[0], &fa, &at, args.data(), env.data())
+                             : ::posix_spawn(&pid, args[0], &fa, &at, args.data(), env.data());
   ::posix_spawn_file_actions_destroy(&fa);
   ::posix_spawnattr_destroy(&at);
   return rc == 0 ? pid : -rc;
@@ -205,24 +215,33 @@ captured_run run_captured(std::vector<std::string> const& argv, std::chrono::mil
     if (r.output.size() < output_limit)
       r.output.append(buf, std::min(static_cast<std::size_t>(got), output_limit - r.output.size()));
   }
-  // The output closed; the process may still linger (or have handed the pipe on): wait, within the limit.
+  // The output closed; the process may still linger (or have handed the pipe on): wait, within the
+  // limit. WNOWAIT leaves it a zombie, so its pid (the group id) cannot be reused before the group
+  // is killed below.
+  bool reaped_elsewhere = false;  // SIGCHLD ignored: the pid may already belong to someone else
   while (!r.timed_out) {
-    const int st = wait_for(pid, WNOHANG);
-    if (st >= 0) {
-      r.wait_status = st;
-      r.seconds = since(start);
-      return r;
+    siginfo_t info{};
+    const int w = ::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT);
+    if (w != 0 && errno == EINTR) continue;
+    if (w != 0) {
+      reaped_elsewhere = errno == ECHILD;
+      break;
     }
+    if (info.si_pid == pid) break;
     if (clock::now() >= deadline) {
       r.timed_out = true;
       break;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
-  ::kill(-pid, SIGKILL);
-  ::kill(pid, SIGKILL);
-  r.wait_status = wait_for(pid);
+  // Ended or timed out: whatever is left of its process group (a background process the tool
+  // started, or the whole tool on a timeout) goes too. A one-shot tool leaves nothing behind.
   r.seconds = since(start);
+  if (!reaped_elsewhere) {
+    ::kill(-pid, SIGKILL);
+    ::kill(pid, SIGKILL);  // harmless on a zombie
+  }
+  r.wait_status = wait_for(pid);  // 0 when reaped elsewhere
   return r;
 }
 
