@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <kernelbrain/evaluate/host.hpp>
 #include <kernelbrain/search.hpp>
+#include "scratch_dir.hpp"
 #include <memory>
 #include <string>
 #include <vector>
@@ -18,18 +19,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-/// A scratch artifact cache for this process, removed at exit.
-std::string cache_root() {
-  struct dir {
-    fs::path path = fs::temp_directory_path() / ("kb-gate-bench-" + std::to_string(::getpid()));
-    ~dir() {
-      std::error_code ec;
-      fs::remove_all(path, ec);
-    }
-  };
-  static dir d;
-  return d.path.string();
-}
+std::string cache_root() { return kb_bench::scratch_dir("gate-bench"); }
 
 kb::problem bench_problem() {
   kb::problem p;

@@ -19,8 +19,11 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <kernelbrain/evaluate/host.hpp>
 #include <kernelbrain/search.hpp>
+#include "scratch_dir.hpp"
 #include <string>
 #include <vector>
 
@@ -29,18 +32,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-/// A scratch artifact cache for this process, removed at exit.
-std::string cache_root() {
-  struct dir {
-    fs::path path = fs::temp_directory_path() / ("kb-timing-bench-" + std::to_string(::getpid()));
-    ~dir() {
-      std::error_code ec;
-      fs::remove_all(path, ec);
-    }
-  };
-  static dir d;
-  return d.path.string();
-}
+std::string cache_root() { return kb_bench::scratch_dir("timing-bench"); }
 
 /// y = x * w[col] and s = row sums of y (the problem of tests/test_host_backend.cpp).
 kb::problem bench_problem() {
@@ -75,35 +67,12 @@ extern "C" void kb_kernel(const kb_args* a) {
   return p;
 }
 
-/// tests/host_corpus/correct.cpp: four partial sums per row. `tag` makes an identical twin.
+/// tests/host_corpus/correct.cpp (four partial sums per row); `tag` makes an identical twin.
 kb::candidate bench_candidate(std::string const& tag) {
-  std::string src = "// " + tag + R"(
-#include "kernelbrain/evaluate/host_abi.h"
-extern "C" void kb_kernel(const kb_args* a) {
-  const float* x = a->inputs[0];
-  const float* w = a->inputs[1];
-  float* y = a->outputs[0];
-  float* s = a->outputs[1];
-  const long long R = a->dims[0], C = a->dims[1];
-  for (long long r = 0; r < R; ++r) {
-    float acc[4] = {0, 0, 0, 0};
-    long long c = 0;
-    for (; c + 4 <= C; c += 4)
-      for (int u = 0; u < 4; ++u) {
-        const float v = x[r * C + c + u] * w[c + u];
-        y[r * C + c + u] = v;
-        acc[u] += v;
-      }
-    for (; c < C; ++c) {
-      const float v = x[r * C + c] * w[c];
-      y[r * C + c] = v;
-      acc[0] += v;
-    }
-    s[r] = (acc[0] + acc[1]) + (acc[2] + acc[3]);
-  }
-}
-)";
-  return kb::make_candidate("bench", {}, "bench", std::nullopt, std::move(src));
+  std::ifstream in(std::string(KB_SOURCE_DIR) + "/tests/host_corpus/correct.cpp");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return kb::make_candidate("bench", {}, "bench", std::nullopt, "// " + tag + "\n" + ss.str());
 }
 
 kb::rung timing_rung() {

@@ -16,24 +16,14 @@
 #include <kernelbrain/evaluate/cuda.hpp>
 #include <kernelbrain/evaluate/worker_process.hpp>
 #include <kernelbrain/io/problem_loader.hpp>
+#include "temp_dir.hpp"
 
 using namespace kernelbrain;
 namespace fs = std::filesystem;
 
 namespace {
 
-struct scratch_dir {
-  fs::path path;
-  explicit scratch_dir(std::string const& tag) {
-    path = fs::temp_directory_path() / ("kb_cubin_" + tag + "_" + std::to_string(::getpid()) + "_" +
-                                        std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()));
-    fs::create_directories(path);
-  }
-  ~scratch_dir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
+using kb_test::temp_dir;
 
 std::string slurp(fs::path const& p) {
   std::ifstream in(p, std::ios::binary);
@@ -69,7 +59,7 @@ TEST_CASE("cubin: read_cubin agrees with the ptxas report on cubins NVRTC made h
 #ifndef KB_HAVE_CUDA_WORKER
   MESSAGE("skipped: built without the CUDA toolkit (no kernelbrain-cuda-worker)");
 #else
-  scratch_dir d("agree");
+  temp_dir d("agree");
   std::ofstream(d.path / "k.cu") << kernels_source;
   for (std::string arch : {"sm_90", "sm_90a", "sm_80"}) {
     const auto r = run_captured({find_cuda_worker(), "--compile", (d.path / "k.cu").string(), (d.path / (arch + ".cubin")).string(),
@@ -115,7 +105,7 @@ TEST_CASE("cuda backend: a kernel compiled before is found from its cubin when t
   // candidate was rejected at 'signature' ("entry points: none"). Here the report is removed from the
   // cache by hand, as the compute cache would have left it, and a second evaluator builds again.
   const auto p = load_problem(fs::path(KB_SOURCE_DIR) / "examples" / "cuda_problems" / "softmax");
-  scratch_dir d("noreport");
+  temp_dir d("noreport");
   cuda_options o;
   o.cache_dir = d.path.string();
   o.sanitize = false;
@@ -163,7 +153,7 @@ TEST_CASE("cubin: bytes that are not a well-formed cubin are an error, never a c
 #ifndef KB_HAVE_CUDA_WORKER
   MESSAGE("skipped: built without the CUDA toolkit (no kernelbrain-cuda-worker)");
 #else
-  scratch_dir d("mutate");
+  temp_dir d("mutate");
   std::ofstream(d.path / "k.cu") << kernels_source;
   const auto r = run_captured({find_cuda_worker(), "--compile", (d.path / "k.cu").string(), (d.path / "k.cubin").string(),
                                "--gpu-architecture=sm_90", "-default-device"},

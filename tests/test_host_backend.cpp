@@ -17,6 +17,7 @@
 #include <set>
 #include <sstream>
 #include <thread>
+#include "temp_dir.hpp"
 
 using namespace kernelbrain;
 namespace fs = std::filesystem;
@@ -24,18 +25,7 @@ namespace fs = std::filesystem;
 namespace {
 
 /// A fresh artifact cache for this test process (each test case is its own process under ctest).
-std::string cache_dir() {
-  struct temp_dir {
-    fs::path path = fs::temp_directory_path() / ("kb-host-test-" + std::to_string(::getpid()));
-    temp_dir() { fs::create_directories(path); }
-    ~temp_dir() {
-      std::error_code ec;
-      fs::remove_all(path, ec);
-    }
-  };
-  static temp_dir d;
-  return d.path.string();
-}
+std::string cache_dir() { return kb_test::process_dir("host-test"); }
 
 host_options test_options() {
   host_options o;

@@ -27,6 +27,7 @@
 #include <thread>
 #include <vector>
 #include "process_helpers.hpp"
+#include "temp_dir.hpp"
 
 extern char** environ;
 
@@ -40,22 +41,7 @@ synthetic_landscape const& land() {
   return l;
 }
 
-/// A fresh directory per test, removed afterwards.
-struct temp_dir {
-  fs::path path;
-  explicit temp_dir(std::string const& name) {
-    path = fs::temp_directory_path() / ("kb_journal_" + name + "_" + std::to_string(::getpid()));
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~temp_dir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  temp_dir(temp_dir const&) = delete;
-  temp_dir& operator=(temp_dir const&) = delete;
-  [[nodiscard]] fs::path operator/(std::string const& f) const { return path / f; }
-};
+using kb_test::temp_dir;
 
 std::string slurp(fs::path const& p) {
   std::ifstream in(p, std::ios::binary);

@@ -39,6 +39,7 @@
 #include <kernelbrain/evaluate/source_policy.hpp>
 #include <kernelbrain/generate/template_space.hpp>
 #include <kernelbrain/io/problem_loader.hpp>
+#include "temp_dir.hpp"
 
 extern char** environ;
 
@@ -49,27 +50,7 @@ namespace {
 
 // ---- files ---------------------------------------------------------------------------------------
 
-/// A fresh directory under the system temp directory, removed when it goes out of scope.
-class temp_dir {
- public:
-  temp_dir() {
-    static std::atomic<int> counter{0};
-    path_ = fs::temp_directory_path() /
-            ("kb-test-problems-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
-    fs::remove_all(path_);
-    fs::create_directories(path_);
-  }
-  temp_dir(temp_dir const&) = delete;
-  temp_dir& operator=(temp_dir const&) = delete;
-  ~temp_dir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  [[nodiscard]] fs::path const& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
+using kb_test::temp_dir;
 
 void write_file(fs::path const& p, std::string_view text) {
   fs::create_directories(p.parent_path());
@@ -146,8 +127,8 @@ std::string load_error(fs::path const& dir) {
 
 std::string error_for(std::string_view json, std::string_view templ = base_template) {
   temp_dir d;
-  write_problem(d.path(), json, templ);
-  return load_error(d.path());
+  write_problem(d.path, json, templ);
+  return load_error(d.path);
 }
 
 /// Every message must name the file, and each expected part.
@@ -384,7 +365,7 @@ std::string policy_rejection(std::string const& source) {
 /// A process-wide directory for compiled kernels, removed at exit.
 fs::path const& build_dir() {
   static temp_dir dir;
-  return dir.path();
+  return dir.path;
 }
 
 /// The reference of `p` compiled once per process (two test cases use it).
@@ -440,8 +421,8 @@ TEST_CASE("adversarial input cases: each kind parses with and without a value, a
 
 TEST_CASE("load_problem reads a well-formed problem directory") {
   temp_dir d;
-  write_problem(d.path(), base_json);
-  const auto p = load_problem(d.path());
+  write_problem(d.path, base_json);
+  const auto p = load_problem(d.path);
   CHECK(p.name == "scale");
   CHECK(p.backend == "host");
   CHECK(p.signature == "y = 2 x");
@@ -484,49 +465,49 @@ TEST_CASE("load_problem reads a well-formed problem directory") {
   CHECK(t.space.params[0].values == std::vector<std::int64_t>{1, 2, 4, 8});
   CHECK(t.space.constraints == std::vector<std::string>{"U * V <= 8"});
   CHECK(t.space.enumerate().size() == 7);
-  CHECK(fs::path(p.directory) == fs::absolute(d.path()).lexically_normal());
+  CHECK(fs::path(p.directory) == fs::absolute(d.path).lexically_normal());
   CHECK(instantiate(p.catalogue[1], {{"U", 4}, {"V", 2}}, "test").source == "// unrolled by 4, 2 ways\n");
 
   // A description is free text for people.
-  write_problem(d.path(), mutate(R"("name": "scale",)", R"("name": "scale", "description": "doubles x",)"));
-  CHECK(load_problem(d.path()).name == "scale");
-  write_problem(d.path(), base_json);
+  write_problem(d.path, mutate(R"("name": "scale",)", R"("name": "scale", "description": "doubles x",)"));
+  CHECK(load_problem(d.path).name == "scale");
+  write_problem(d.path, base_json);
 
   // The path of problem.json itself works too; comments are allowed; seed and catalogue are optional.
-  CHECK(load_problem(d.path() / "problem.json").name == "scale");
+  CHECK(load_problem(d.path / "problem.json").name == "scale");
   std::string minimal = mutate("\"seed\": \"seed.cpp\",", "// no seed\n");
   minimal = mutate(R"("reference": "ref.cpp",)", R"("reference": "ref.cpp")", minimal);
   const auto cat = minimal.find(R"(  "catalogue")");
   REQUIRE(cat != std::string::npos);
   minimal = minimal.substr(0, cat) + "}\n";
-  write_problem(d.path(), minimal);
-  const auto q = load_problem(d.path());
+  write_problem(d.path, minimal);
+  const auto q = load_problem(d.path);
   CHECK_FALSE(q.seed_source);
   CHECK(q.catalogue.empty());
 
   // A launch plan may be structured JSON: it is kept as JSON text, and its placeholders count as uses.
   write_problem(
-      d.path(),
+      d.path,
       mutate(R"("template": "templates/t.cpp",)",
              R"J("template": "templates/t.cpp", "launch": {"grid": ["ceil_div(N, ${U})", 1], "block": [128]},)J"));
-  const auto l = load_problem(d.path());
+  const auto l = load_problem(d.path);
   CHECK(instantiate(l.catalogue[1], {{"U", 4}, {"V", 2}}, "test").launch ==
         R"J({"grid":["ceil_div(N, 4)",1],"block":[128]})J");
-  write_problem(d.path(), mutate(R"("template": "templates/t.cpp",)",
+  write_problem(d.path, mutate(R"("template": "templates/t.cpp",)",
                                  R"("template": "templates/t.cpp", "launch": {"grid": "${Z}"},)"));
-  check_message(load_error(d.path()), {"catalogue[1].launch: uses ${Z}, which is not one of its parameters (U, V)"});
-  write_problem(d.path(), mutate(R"("template": "templates/t.cpp",)", R"("launch": "grid ${U} ${V}",)"), "// fixed\n");
-  CHECK(load_problem(d.path()).catalogue[1].templ->launch == "grid ${U} ${V}");
+  check_message(load_error(d.path), {"catalogue[1].launch: uses ${Z}, which is not one of its parameters (U, V)"});
+  write_problem(d.path, mutate(R"("template": "templates/t.cpp",)", R"("launch": "grid ${U} ${V}",)"), "// fixed\n");
+  CHECK(load_problem(d.path).catalogue[1].templ->launch == "grid ${U} ${V}");
 }
 
 TEST_CASE("load_problem: a missing directory or problem.json, or text that is not JSON") {
   temp_dir d;
-  check_message(load_error(d.path() / "nowhere"), {"does not exist"});
-  check_message(load_error(d.path()), {"not found"});
+  check_message(load_error(d.path / "nowhere"), {"does not exist"});
+  check_message(load_error(d.path), {"not found"});
 
   SUBCASE("a syntax error gives its line and column") {
-    write_file(d.path() / "problem.json", "{\n  \"name\": \"x\",\n  \"dims\": [1, 2,, 3]\n}\n");
-    check_message(load_error(d.path()), {"not valid JSON", "line 3, column 17"});
+    write_file(d.path / "problem.json", "{\n  \"name\": \"x\",\n  \"dims\": [1, 2,, 3]\n}\n");
+    check_message(load_error(d.path), {"not valid JSON", "line 3, column 17"});
   }
   SUBCASE("truncated") { check_message(error_for(base_json.substr(0, base_json.size() - 3)), {"not valid JSON"}); }
   SUBCASE("text after the object") { check_message(error_for(std::string(base_json) + "x"), {"not valid JSON"}); }

@@ -20,6 +20,7 @@
 #include <thread>
 #include <vector>
 #include "process_helpers.hpp"
+#include "temp_dir.hpp"
 
 using namespace kernelbrain;
 namespace fs = std::filesystem;
@@ -89,18 +90,7 @@ extern "C" void kb_kernel(const kb_args* a) {
   return p;
 }
 
-std::string cache_dir() {
-  struct temp_dir {
-    fs::path path = fs::temp_directory_path() / ("kb-process-test-" + std::to_string(::getpid()));
-    temp_dir() { fs::create_directories(path); }
-    ~temp_dir() {
-      std::error_code ec;
-      fs::remove_all(path, ec);
-    }
-  };
-  static temp_dir d;
-  return d.path.string();
-}
+std::string cache_dir() { return kb_test::process_dir("process-test"); }
 
 }  // namespace
 

@@ -13,6 +13,7 @@
 #include <kernelbrain/core/candidate.hpp>
 #include <kernelbrain/evaluate/cuda.hpp>
 #include <kernelbrain/io/problem_loader.hpp>
+#include "softmax_kernels.hpp"
 
 using namespace kernelbrain;
 namespace fs = std::filesystem;
@@ -21,8 +22,7 @@ namespace {
 
 problem softmax() { return load_problem(fs::path(KB_SOURCE_DIR) / "examples" / "cuda_problems" / "softmax"); }
 
-constexpr char const* row_plan =
-    R"({"launches": [{"kernel": "k", "grid": ["R", "1", "1"], "block": ["256", "1", "1"], "smem": "0", "args": ["x", "y", "R", "C"]}]})";
+using kb_test::row_plan;
 
 candidate cand(std::string source, std::string launch = row_plan) {
   auto c = make_candidate("test", parameters{}, "test", std::nullopt, std::move(source), std::move(launch));
@@ -32,26 +32,7 @@ candidate cand(std::string source, std::string launch = row_plan) {
 
 // A correct (slow) softmax, block per row, used as the body of several bad kernels.
 std::string softmax_body(std::string const& before_write, std::string const& write, std::string const& after = "") {
-  return R"(
-extern "C" __global__ void k(float* x, float* y, long long R, long long C) {
-  __shared__ float red[256];
-  const long long r = blockIdx.x; const int t = threadIdx.x;
-  const float* xr = x + r * C; float* yr = y + r * C;
-  float m = -3.0e38f;
-  for (long long c = t; c < C; c += 256) m = fmaxf(m, xr[c]);
-  red[t] = m; __syncthreads();
-  for (int s = 128; s > 0; s >>= 1) { if (t < s) red[t] = fmaxf(red[t], red[t + s]); __syncthreads(); }
-  m = red[0]; __syncthreads();
-  float sum = 0.f;
-  for (long long c = t; c < C; c += 256) sum += expf(xr[c] - m);
-  red[t] = sum; __syncthreads();
-  for (int s = 128; s > 0; s >>= 1) { if (t < s) red[t] += red[t + s]; __syncthreads(); }
-  sum = red[0];
-  )" + before_write +
-         R"(
-  for (long long c = t; c < C; c += 256) { )" +
-         write + R"( }
-  )" + after + "\n}\n";
+  return kb_test::softmax_kernel({.before_write = before_write, .write = write, .after = after});
 }
 
 const std::size_t shapes[] = {0, 1};

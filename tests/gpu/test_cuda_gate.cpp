@@ -26,6 +26,8 @@
 #include <kernelbrain/generate/template_space.hpp>
 #include <kernelbrain/io/problem_loader.hpp>
 #include <kernelbrain/search.hpp>
+#include "../temp_dir.hpp"
+#include "softmax_kernels.hpp"
 
 extern char** environ;
 
@@ -37,22 +39,9 @@ namespace {
 fs::path problems_dir() { return fs::path(KB_SOURCE_DIR) / "examples" / "cuda_problems"; }
 problem softmax() { return load_problem(problems_dir() / "softmax"); }
 
-/// A fresh directory, removed at the end of the scope.
-struct temp_dir {
-  fs::path path;
-  explicit temp_dir(std::string const& tag) {
-    path = fs::temp_directory_path() / ("kb_gpu_" + tag + "_" + std::to_string(::getpid()) + "_" +
-                                        std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()));
-    fs::create_directories(path);
-  }
-  ~temp_dir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
+using kb_test::temp_dir;
 
-constexpr char const* row_plan =
-    R"({"launches": [{"kernel": "k", "grid": ["R", "1", "1"], "block": ["256", "1", "1"], "smem": "0", "args": ["x", "y", "R", "C"]}]})";
+using kb_test::row_plan;
 
 candidate cand(std::string source, std::string launch = row_plan) {
   auto c = make_candidate("test", parameters{}, "test", std::nullopt, std::move(source), std::move(launch));
@@ -60,30 +49,10 @@ candidate cand(std::string source, std::string launch = row_plan) {
   return c;
 }
 
-/// A correct softmax, block per row (256 threads), with hooks for the bad variants: `globals` before
-/// the kernel, `before_write` after the row max and sum, `write` the per-element store.
+/// The shared correct softmax (softmax_kernels.hpp) with `globals`, `before_write`, `write` and `prologue` hooks.
 std::string softmax_kernel(std::string const& globals, std::string const& before_write, std::string const& write,
-                           std::string const& prologue = "") {
-  return globals + R"(
-extern "C" __global__ void k(float* x, float* y, long long R, long long C) {
-  __shared__ float red[256];
-  const long long r = blockIdx.x; const int t = threadIdx.x;
-  const float* xr = x + r * C; float* yr = y + r * C;
-  )" + prologue + R"(
-  float m = -3.0e38f;
-  for (long long c = t; c < C; c += 256) m = fmaxf(m, xr[c]);
-  red[t] = m; __syncthreads();
-  for (int s = 128; s > 0; s >>= 1) { if (t < s) red[t] = fmaxf(red[t], red[t + s]); __syncthreads(); }
-  m = red[0]; __syncthreads();
-  float sum = 0.f;
-  for (long long c = t; c < C; c += 256) sum += expf(xr[c] - m);
-  red[t] = sum; __syncthreads();
-  for (int s = 128; s > 0; s >>= 1) { if (t < s) red[t] += red[t + s]; __syncthreads(); }
-  sum = red[0];
-  )" + before_write + R"(
-  for (long long c = t; c < C; c += 256) { )" + write + R"( }
-}
-)";
+                           std::string const& prologue = "", std::string const& after = "") {
+  return kb_test::softmax_kernel({globals, prologue, before_write, write, after});
 }
 std::string honest(std::string const& salt = "") {
   return softmax_kernel("// honest " + salt + "\n", "", "yr[c] = expf(xr[c] - m) / sum;");
@@ -137,9 +106,7 @@ __device__ unsigned kb_calls[4096];
     kb_last_x[r] = x; kb_valid[r] = 1;
   }
 )";
-  auto src = softmax_kernel(globals, "", write, prologue);
-  const auto end = src.rfind('}');
-  return src.substr(0, end) + after + "}\n";
+  return softmax_kernel(globals, "", write, prologue, after);
 }
 
 }  // namespace
