@@ -6,6 +6,8 @@
 #include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <map>
+#include <memory>
 #include <string>
 
 namespace kb_test {
@@ -35,8 +37,10 @@ class temp_dir {
 /// One directory for the whole test process under `tag` (each test case is its own process under
 /// ctest), removed at exit.
 inline std::string process_dir(std::string const& tag) {
-  static temp_dir d(tag);
-  return d.path.string();
+  static std::map<std::string, std::unique_ptr<temp_dir>> dirs;
+  auto& d = dirs[tag];
+  if (!d) d = std::make_unique<temp_dir>(tag);
+  return d->path.string();
 }
 
 }  // namespace kb_test

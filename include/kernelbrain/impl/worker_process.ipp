@@ -108,6 +108,22 @@ inline int wait_for(int pid, int flags = 0) {
   }
 }
 
+/// True when `pid`'s thread-group leader has exited (state Z or X in /proc/PID/stat) although other
+/// threads of it may still be on their way out.
+inline bool exiting(int pid) {
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/%d/stat", pid);
+  const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  char buf[512];
+  const ssize_t n = ::read(fd, buf, sizeof buf - 1);
+  ::close(fd);
+  if (n <= 0) return false;
+  buf[n] = '\0';
+  char const* close = std::strrchr(buf, ')');  // the command name may itself hold ')' or spaces
+  return close && close[1] == ' ' && (close[2] == 'Z' || close[2] == 'X');
+}
+
 inline char const* signal_name(int s) {
   switch (s) {
     case SIGSEGV:
@@ -313,10 +329,13 @@ std::string worker_process::stderr_tail() const {
 void worker_process::ensure_started() {
   using namespace detail::proc;
   if (pid_ > 0) {
-    // A worker that died while idle (killed from outside) must not cost the next request.
+    // A worker that died while idle (killed from outside) must not cost the next request. Workers
+    // have a second thread (the parent watch), and a killed thread-group leader is a zombie that
+    // waitid does not report until every thread has exited: its state in /proc says it is going.
     siginfo_t info{};
-    if (::waitid(P_PID, static_cast<id_t>(pid_), &info, WEXITED | WNOHANG | WNOWAIT) != 0 || info.si_pid != pid_)
-      return;
+    const bool reapable = ::waitid(P_PID, static_cast<id_t>(pid_), &info, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+                          info.si_pid == pid_;
+    if (!reapable && !exiting(pid_)) return;
     stop();
   }
   int sv[2], ep[2];
