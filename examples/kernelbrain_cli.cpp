@@ -601,7 +601,9 @@ int tune(tune_options const& o) {
   if (auto const* cu = dynamic_cast<cuda_evaluator const*>(backend_ev.get()))
     backend_note = std::to_string(cu->compiles()) + " NVRTC compiles (ahead, in parallel), " +
                    std::to_string(cu->cache_hits()) + " cache hits, " + std::to_string(cu->worker_starts()) +
-                   " worker starts";
+                   " worker starts, " +
+                   (cu->sanitizer().empty() ? std::string("compute-sanitizer off (not found)")
+                                            : std::to_string(cu->sanitizer_runs()) + " compute-sanitizer runs");
   print_summary(o, backend, strategy.canonical(), problem_name, r, progress, ladder, journal ? &*journal : nullptr,
                 backend_note);
   print_shapes(prob, r);
