@@ -65,6 +65,17 @@ class basic_any {
   basic_any(T&& policy)  // NOLINT(google-explicit-constructor,bugprone-forwarding-reference-overload)
       : self_(std::make_unique<typename Axis::template model<std::remove_cvref_t<T>>>(std::forward<T>(policy))) {}
 
+  /// From anything else: the axis's readable requirement, once, at the point of use (instead of a bare
+  /// "conversion ... requested"). It never compiles; ask erasable_into<T, any_x> to test in a trait.
+  template <class T>
+    requires(!std::derived_from<std::remove_cvref_t<T>, basic_any> && !erasable_into<T, basic_any>)
+  basic_any(T&&)  // NOLINT(google-explicit-constructor,bugprone-forwarding-reference-overload)
+  {
+    static_assert(Axis::template check<std::remove_cvref_t<T>>());
+    static_assert(!Axis::template models<std::remove_cvref_t<T>> || std::constructible_from<std::remove_cvref_t<T>, T&&>,
+                  "kernelbrain: an erased policy is stored by value: the policy type must be movable or copyable");
+  }
+
   /// Optional hooks: always present here, forwarded only when the wrapped type has them.
   void reseed(std::uint64_t seed) { self_->reseed(seed); }
   void observe(event const& e) { self_->observe(e); }
@@ -98,6 +109,8 @@ struct generator_axis {
   };
   template <class T>
   static constexpr bool models = generator<T>;
+  template <class T>
+  static constexpr bool check() { return check_generator<T>(); }
 };
 
 struct gate_axis {
@@ -111,6 +124,8 @@ struct gate_axis {
   };
   template <class T>
   static constexpr bool models = gate<T>;
+  template <class T>
+  static constexpr bool check() { return check_gate<T>(); }
 };
 
 struct ladder_axis {
@@ -140,6 +155,8 @@ struct ladder_axis {
   };
   template <class T>
   static constexpr bool models = fidelity_ladder<T>;
+  template <class T>
+  static constexpr bool check() { return check_fidelity_ladder<T>(); }
 };
 
 struct scorer_axis {
@@ -155,6 +172,8 @@ struct scorer_axis {
   };
   template <class T>
   static constexpr bool models = scorer<T>;
+  template <class T>
+  static constexpr bool check() { return check_scorer<T>(); }
 };
 
 struct scheduler_axis {
@@ -168,6 +187,8 @@ struct scheduler_axis {
   };
   template <class T>
   static constexpr bool models = scheduler<T>;
+  template <class T>
+  static constexpr bool check() { return check_scheduler<T>(); }
 };
 
 }  // namespace detail

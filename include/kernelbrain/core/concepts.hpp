@@ -55,42 +55,44 @@ concept reseedable = requires(P& p, std::uint64_t seed) { p.reseed(seed); };
 template <class P>
 concept observing = requires(P& p, event const& e) { p.observe(e); };
 
-/// One static_assert per requirement, with the signature spelled out. Used by policies<...>.
+/// One static_assert per requirement, with the signature spelled out. Used by policies<...>, the
+/// any_* wrappers and search(). Each returns true whatever the outcome, so that a caller's own
+/// `static_assert(check_x<T>())` adds no second, bare "static assertion failed" to the message.
 template <class G>
 constexpr bool check_generator() {
   static_assert(generator<G>,
                 "kernelbrain: a generator needs a member "
                 "`std::vector<kernelbrain::candidate> propose(kernelbrain::search_view const&, "
                 "kernelbrain::proposal_request const&)` (non-const is fine)");
-  return generator<G>;
+  return true;
 }
 template <class G>
 constexpr bool check_gate() {
   static_assert(gate<G>,
                 "kernelbrain: a gate needs a member "
                 "`kernelbrain::verdict admit(kernelbrain::candidate const&, kernelbrain::evaluator&)`");
-  return gate<G>;
+  return true;
 }
 template <class L>
 constexpr bool check_fidelity_ladder() {
   static_assert(fidelity_ladder<L>,
                 "kernelbrain: a fidelity_ladder needs a const member "
                 "`std::span<kernelbrain::rung const> rungs() const` (a std::vector<rung> const& also works)");
-  return fidelity_ladder<L>;
+  return true;
 }
 template <class S>
 constexpr bool check_scorer() {
   static_assert(scorer<S>,
                 "kernelbrain: a scorer needs a const member "
                 "`kernelbrain::score score(kernelbrain::measurement const&, kernelbrain::baseline const&) const`");
-  return scorer<S>;
+  return true;
 }
 template <class S>
 constexpr bool check_scheduler() {
   static_assert(scheduler<S>,
                 "kernelbrain: a scheduler needs a member "
                 "`kernelbrain::action next(kernelbrain::search_view const&)`");
-  return scheduler<S>;
+  return true;
 }
 
 /// Calls p.reseed(seed) when P has the hook; nothing otherwise.

@@ -116,7 +116,7 @@ class evaluation_plane {
 }  // namespace detail
 
 /// Runs a search to its end. The evaluator measures the baseline first (unless resuming with one).
-template <class Policies>
+template <policy_set Policies>
 search_result search(problem const& prob, Policies pol, evaluator& ev, search_options const& opt = {}) {
   engine<Policies> eng(prob, std::move(pol), engine_options{opt.seed, opt.limits, opt.fruitless_generation_limit});
   if (opt.resume && opt.resume->reference) {
@@ -171,6 +171,17 @@ search_result search(problem const& prob, Policies pol, evaluator& ev, search_op
   r.candidates = v.size();
   r.reference = v.baseline();
   return r;
+}
+
+/// Anything that is not a composition of the five policies: one readable message at the call.
+template <class Policies>
+  requires(!policy_set<Policies>)
+search_result search(problem const&, Policies, evaluator&, search_options const& = {}) {
+  static_assert(policy_set<Policies>,
+                "kernelbrain::search needs a composition of the five policies: kernelbrain::policies<Generator, "
+                "Gate, Ladder, Scorer, Scheduler>, e.g. kernelbrain::default_policies(problem).with_generator(...); "
+                "each member must model its concept (the policies<...> type names the one that does not)");
+  return {};
 }
 
 }  // namespace kernelbrain

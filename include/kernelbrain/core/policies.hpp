@@ -1,5 +1,6 @@
 // Composition of the five policies, with one-axis replacement (CUTLASS-style overridable defaults).
 #pragma once
+#include <concepts>
 #include <utility>
 #include "kernelbrain/core/concepts.hpp"
 
@@ -50,5 +51,23 @@ struct policies {
 
 template <class G, class Ga, class L, class Sc, class Sh>
 policies(G, Ga, L, Sc, Sh) -> policies<G, Ga, L, Sc, Sh>;
+
+/// A composition search() can run: a policies<...> (or a type shaped like one) whose five members
+/// model their concepts.
+template <class P>
+concept policy_set = requires(P& p) {
+  typename P::generator_type;
+  typename P::gate_type;
+  typename P::ladder_type;
+  typename P::scorer_type;
+  typename P::scheduler_type;
+  { p.generator } -> std::same_as<typename P::generator_type&>;
+  { p.gate } -> std::same_as<typename P::gate_type&>;
+  { p.ladder } -> std::same_as<typename P::ladder_type&>;
+  { p.scorer } -> std::same_as<typename P::scorer_type&>;
+  { p.scheduler } -> std::same_as<typename P::scheduler_type&>;
+} && generator<typename P::generator_type> && gate<typename P::gate_type> &&
+    fidelity_ladder<typename P::ladder_type> && scorer<typename P::scorer_type> &&
+    scheduler<typename P::scheduler_type>;
 
 }  // namespace kernelbrain
