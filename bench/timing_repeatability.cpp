@@ -23,6 +23,7 @@
 #include <sstream>
 #include <kernelbrain/evaluate/host.hpp>
 #include <kernelbrain/search.hpp>
+#include "../tests/host_corpus/scale_rows.hpp"
 #include "scratch_dir.hpp"
 #include <string>
 #include <vector>
@@ -34,38 +35,8 @@ namespace {
 
 std::string cache_root() { return kb_bench::scratch_dir("timing-bench"); }
 
-/// y = x * w[col] and s = row sums of y (the problem of tests/test_host_backend.cpp).
-kb::problem bench_problem() {
-  kb::problem p;
-  p.name = "scale_rows";
-  p.backend = "host";
-  p.dim_order = {"R", "C"};
-  p.inputs = {{"x", "R * C", "normal"}, {"w", "C", "uniform"}};
-  p.outputs = {{"y", "R * C", "normal"}, {"s", "R", "normal"}};
-  p.tol = {1e-4, 1e-5};
-  p.shapes = {kb::shape{"small", {{"R", 8}, {"C", 64}}, "smoke", 1, 0, 0},
-              kb::shape{"odd", {{"R", 5}, {"C", 37}}, "odd", 1, 0, 0},
-              kb::shape{"large", {{"R", 512}, {"C", 2000}}, "large", 1, 0, 0}};
-  p.reference_source = R"(
-#include "kernelbrain/evaluate/host_abi.h"
-extern "C" void kb_kernel(const kb_args* a) {
-  const float* x = a->inputs[0];
-  const float* w = a->inputs[1];
-  float* y = a->outputs[0];
-  float* s = a->outputs[1];
-  const long long R = a->dims[0], C = a->dims[1];
-  for (long long r = 0; r < R; ++r) {
-    double acc = 0;
-    for (long long c = 0; c < C; ++c) {
-      y[r * C + c] = x[r * C + c] * w[c];
-      acc += y[r * C + c];
-    }
-    s[r] = static_cast<float>(acc);
-  }
-}
-)";
-  return p;
-}
+/// The corpus problem (tests/host_corpus/scale_rows.hpp), the one tests/test_host_backend.cpp uses.
+kb::problem bench_problem() { return kb_corpus::scale_rows(); }
 
 /// tests/host_corpus/correct.cpp (four partial sums per row); `tag` makes an identical twin.
 kb::candidate bench_candidate(std::string const& tag) {
@@ -78,7 +49,7 @@ kb::candidate bench_candidate(std::string const& tag) {
 kb::rung timing_rung() {
   kb::rung r;
   r.name = "repeatability";
-  r.shapes = {2};
+  r.shapes = {kb_corpus::scale_rows().shape_index("large")};
   r.samples = 15;
   r.warmup = 1;
   r.correctness_trials = 1;

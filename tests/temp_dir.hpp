@@ -1,13 +1,16 @@
 // Scratch directories for tests: one fresh directory per use, removed when it goes out of scope, and
-// one per test process (an artifact cache shared by a file's test cases). Shared by the CPU and GPU tests.
+// one per test process (an artifact cache shared by a file's test cases); and reading a file whole.
+// Shared by the CPU and GPU tests.
 #pragma once
 #include <unistd.h>
 
 #include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <memory>
+#include <sstream>
 #include <string>
 
 namespace kb_test {
@@ -41,6 +44,14 @@ inline std::string process_dir(std::string const& tag) {
   auto& d = dirs[tag];
   if (!d) d = std::make_unique<temp_dir>(tag);
   return d->path.string();
+}
+
+/// A file's contents ("" when it cannot be read).
+inline std::string slurp(std::filesystem::path const& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
 }
 
 }  // namespace kb_test

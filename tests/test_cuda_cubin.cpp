@@ -25,12 +25,7 @@ namespace {
 
 using kb_test::temp_dir;
 
-std::string slurp(fs::path const& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using kb_test::slurp;
 
 // Kernels with what ptxas reports about them: a stack frame, static shared memory, launch bounds,
 // parameters of several sizes, an entry with a mangled name and a device function that is no entry.

@@ -43,12 +43,7 @@ synthetic_landscape const& land() {
 
 using kb_test::temp_dir;
 
-std::string slurp(fs::path const& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using kb_test::slurp;
 
 void spit(fs::path const& p, std::string const& text) {
   std::ofstream out(p, std::ios::binary | std::ios::trunc);
