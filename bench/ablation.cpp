@@ -46,9 +46,16 @@ int main(int argc, char** argv) {
   std::printf("landscape seed %llu: %zu valid points, optimum quality %.6g s; %d seeds, cap %llu evaluations\n\n",
               static_cast<unsigned long long>(cfg.landscape_seed), land.valid_points(), land.optimum_quality(), seeds,
               static_cast<unsigned long long>(max_evals));
-  std::printf("| strategy | reached (of %d) | evaluations to 2%% (mean) | device s to 2%% (mean) | evals vs exhaustive | device s vs exhaustive |\n", seeds);
+  std::printf(
+      "| strategy | reached (of %d) | evaluations to 2%% (mean) | device s to 2%% (mean) | evals vs exhaustive | "
+      "device s vs exhaustive |\n",
+      seeds);
   std::printf("|---|---|---|---|---|---|\n");
-  struct row { std::string name; int hits; double evals, secs; };
+  struct row {
+    std::string name;
+    int hits;
+    double evals, secs;
+  };
   std::vector<row> rows;
   for (std::string name : {"default", "random", "sha", "hyperband", "exhaustive"}) {
     row r{name, 0, 0, 0};
@@ -72,6 +79,6 @@ int main(int argc, char** argv) {
   }
   const row& ex = rows.back();
   for (auto const& r : rows)
-    std::printf("| %s | %d | %.0f | %.2f | %.2f | %.2f |\n", r.name.c_str(), r.hits, r.evals, r.secs, r.evals / ex.evals,
-                ex.secs > 0 ? r.secs / ex.secs : 0.0);
+    std::printf("| %s | %d | %.0f | %.2f | %.2f | %.2f |\n", r.name.c_str(), r.hits, r.evals, r.secs,
+                r.evals / ex.evals, ex.secs > 0 ? r.secs / ex.secs : 0.0);
 }

@@ -66,7 +66,7 @@ void bm_ask_tell_cycle(benchmark::State& state) {
   const auto problem = big_problem();
   instant_evaluator ev;
   auto eng = std::make_unique<kb::engine<kb::default_policies_t>>(problem, kb::default_policies(problem),
-                                                                   kb::engine_options{});
+                                                                  kb::engine_options{});
   eng->set_baseline(ev.measure_baseline(problem));
   while (eng->view().size() < history) cycle(*eng, ev);  // untimed: fill the history
   for (auto _ : state) cycle(*eng, ev);
@@ -76,8 +76,23 @@ void bm_ask_tell_cycle(benchmark::State& state) {
 }  // namespace
 
 // Few iterations per repetition so the history stays near its nominal size while timed.
-BENCHMARK(bm_ask_tell_cycle)->Arg(1000)->Iterations(200)->Repetitions(5)->ReportAggregatesOnly(true)->Unit(benchmark::kMicrosecond);
-BENCHMARK(bm_ask_tell_cycle)->Arg(10000)->Iterations(1000)->Repetitions(5)->ReportAggregatesOnly(true)->Unit(benchmark::kMicrosecond);
-BENCHMARK(bm_ask_tell_cycle)->Arg(100000)->Iterations(5000)->Repetitions(3)->ReportAggregatesOnly(true)->Unit(benchmark::kMicrosecond);
+BENCHMARK(bm_ask_tell_cycle)
+    ->Arg(1000)
+    ->Iterations(200)
+    ->Repetitions(5)
+    ->ReportAggregatesOnly(true)
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK(bm_ask_tell_cycle)
+    ->Arg(10000)
+    ->Iterations(1000)
+    ->Repetitions(5)
+    ->ReportAggregatesOnly(true)
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK(bm_ask_tell_cycle)
+    ->Arg(100000)
+    ->Iterations(5000)
+    ->Repetitions(3)
+    ->ReportAggregatesOnly(true)
+    ->Unit(benchmark::kMicrosecond);
 
 BENCHMARK_MAIN();

@@ -41,7 +41,8 @@ class timed_evaluator final : public kb::evaluator {
                                   std::uint64_t seed) override {
     return gate_call(c, [&] { return e_.check(c, shapes, trials, seed); });
   }
-  [[nodiscard]] kb::measurement measure(kb::candidate const& c, kb::rung const& r, kb::measure_request const& q) override {
+  [[nodiscard]] kb::measurement measure(kb::candidate const& c, kb::rung const& r,
+                                        kb::measure_request const& q) override {
     auto m = e_.measure(c, r, q);
     const double d = e_.take_device_seconds();
     measure_device += d;
@@ -55,7 +56,9 @@ class timed_evaluator final : public kb::evaluator {
     pending_ += d;
     return b;
   }
-  [[nodiscard]] double take_device_seconds() override { return std::exchange(pending_, 0.0) + e_.take_device_seconds(); }
+  [[nodiscard]] double take_device_seconds() override {
+    return std::exchange(pending_, 0.0) + e_.take_device_seconds();
+  }
 
   struct cost {
     double wall = 0, device = 0;
@@ -95,13 +98,17 @@ int main(int argc, char** argv) {
   std::vector<std::string> dirs;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--evals" && i + 1 < argc) evals = std::strtoull(argv[++i], nullptr, 10);
-    else if (a == "--seed" && i + 1 < argc) seed = std::strtoull(argv[++i], nullptr, 10);
-    else if (a == "--label" && i + 1 < argc) label = argv[++i];
+    if (a == "--evals" && i + 1 < argc)
+      evals = std::strtoull(argv[++i], nullptr, 10);
+    else if (a == "--seed" && i + 1 < argc)
+      seed = std::strtoull(argv[++i], nullptr, 10);
+    else if (a == "--label" && i + 1 < argc)
+      label = argv[++i];
     else if (!a.empty() && a[0] == '-') {
       std::fprintf(stderr, "usage: kb_gate_cost [--evals N] [--seed S] [--label TEXT] PROBLEM_DIR...\n");
       return 2;
-    } else dirs.push_back(a);
+    } else
+      dirs.push_back(a);
   }
   std::printf("%-22s %-12s %6s %10s %10s %10s %10s %7s %8s\n", "problem", "tree", "gated", "gate_med_s", "gate_p90_s",
               "gate_dev_s", "search_dev", "share", "rejects");
@@ -121,9 +128,9 @@ int main(int argc, char** argv) {
         gate_device += c.device;
       }
       const double total = gate_device + ev.measure_device + ev.other_device;
-      std::printf("%-22s %-12s %6zu %10.3f %10.3f %10.2f %10.2f %6.1f%% %8zu\n", p.name.c_str(), label.c_str(), walls.size(),
-                  quantile(walls, 0.5), quantile(walls, 0.9), gate_device, total, total > 0 ? 100 * gate_device / total : 0.0,
-                  static_cast<std::size_t>(r.counters.rejected));
+      std::printf("%-22s %-12s %6zu %10.3f %10.3f %10.2f %10.2f %6.1f%% %8zu\n", p.name.c_str(), label.c_str(),
+                  walls.size(), quantile(walls, 0.5), quantile(walls, 0.9), gate_device, total,
+                  total > 0 ? 100 * gate_device / total : 0.0, static_cast<std::size_t>(r.counters.rejected));
       std::fflush(stdout);
     } catch (std::exception const& e) {
       std::printf("%-22s %-12s error: %s\n", d.c_str(), label.c_str(), e.what());

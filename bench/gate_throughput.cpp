@@ -9,10 +9,10 @@
 #include <filesystem>
 #include <kernelbrain/evaluate/host.hpp>
 #include <kernelbrain/search.hpp>
-#include "scratch_dir.hpp"
 #include <memory>
 #include <string>
 #include <vector>
+#include "scratch_dir.hpp"
 
 namespace kb = kernelbrain;
 namespace fs = std::filesystem;

@@ -46,7 +46,7 @@ fi
 TESTS_RC="skipped"
 if [ "${TESTS:-1}" = 1 ]; then
   stamp "gpu tests"
-  export KERNELBRAIN_CUDA_WORKER=$NEW/kernelbrain-cuda-worker
+  export KERNELBRAIN_CUDA_WORKER=$NEW/kernelbrain-cuda-worker KERNELBRAIN_KERNEL_PREP=$NEW/kernelbrain_kernel_prep
   timeout ${TEST_TIMEOUT:-420} "$NEW/kernelbrain_gpu_tests" ${TEST_ARGS:-} > "$LOGS/gpu-tests.log" 2>&1
   TESTS_RC=$?
   stamp "gpu tests rc $TESTS_RC"

@@ -1,193 +1,102 @@
 #!/usr/bin/env python3
-"""PyTorch side by side with our CUDA kernels, on one GPU, with one timing method.
+"""PyTorch side by side with our CUDA kernels, on one GPU, with the worker's timing method.
 
 For every (problem, shape, kernel) it builds the problem's inputs with torch, runs PyTorch eager
-and torch.compile, runs our kernel (NVRTC with the backend's options, launched per its declarative
-launch plan through the CUDA driver API, clusters included), checks our output against a float64
-computation with the problem's magnitude-aware tolerance (|out - ref| <= atol + rtol * max|ref|,
-NaN/Inf never pass, two runs with different output poison must agree bit for bit), and times all
-three the same way: CUDA events around each call, L2 flushed (a 256 MB buffer written) before
-every sample, warm-up excluded, median of >= 20 samples. One table at the end: eager, compile and
-our times, speedups, the lower bound LB = max(bytes / 4.3 TB/s, flops / peak) and % of LB; a time
-below LB is flagged as a BUG.
+and torch.compile, runs our kernel (its cubin loaded through the CUDA driver API and launched per
+its resolved launch plan, clusters included), checks our output against a float64 computation
+with the problem's magnitude-aware tolerance (|out - ref| <= atol + rtol * max|ref|, NaN/Inf never
+pass, two runs with different output poison must agree bit for bit, inputs unchanged at the
+correctness shapes), and times all three the same way. One table at the end: eager,
+compile and our times, speedups, the lower bound LB = max(bytes / 4.3 TB/s, flops / peak) and % of
+LB; a time below LB is flagged as a BUG.
 
-Kernels come from a JSON file of best kernels (the search's output):
+What is ours and what is the library's. Everything about a kernel except running it comes from the
+C++ library through tools/kernel_prep.cpp (kernelbrain_kernel_prep, --prep): loading and checking
+the problems, template spaces (central, given and seeded random points, constraints, ${PARAM}
+substitution), the NVRTC compile (the worker's --compile mode with the backend's options), the
+launch plan resolved at every shape and checked against the cubin, tensor sizes and the cost model
+per shape. It writes a manifest (resolved plans: kernel, grid, block, cluster, dynamic smem, args as
+buffer indices or dim values, scratch sizes) and the cubins; this script reads them. What stays in
+Python is what only Python can do, because PyTorch must run in the same process as our kernel: the
+PyTorch version of each problem (eager, torch.compile, the float64 reference), inputs made with
+torch, cuModuleLoadData + launching the resolved plan on torch's stream, the float64 comparison,
+and the timing loop.
+
+Timing is the worker's method (events, L2 flush, median): see the comment below the docstring.
+
+Kernels come from a JSON file of best kernels (the search's output, `kernelbrain tune --best-out`):
     {"kernels": [{"problem_dir": "examples/cuda_problems/softmax", "shape": "4096x65536",
                   "family": "...", "params": {...}, "source": "..." | "source_file": "...",
                   "launch": {...} (already substituted)}]}
-("shape" missing or "*" means every shape of the problem), or, with --kernels-from-catalogue,
-straight from the problems' catalogues at each template's central point (or at --point values),
-so that the kernels can be checked on the GPU before any search exists.
+("shape" missing or "*" means every shape of the problem; relative paths are against the
+repository root), or, with --kernels-from-catalogue, straight from the problems' catalogues at each
+template's central point (or at --point values), so that the kernels can be checked on the GPU
+before any search exists.
 
 Each kernel runs in a worker process; a crash or a sticky CUDA error costs that row only: the
 orchestrator prints an error row and starts a fresh worker for the rest.
 
-Examples (repository root, on the GPU machine):
+Examples (repository root, on the GPU machine, after building kernelbrain_kernel_prep):
     python3 bench/side_by_side.py --kernels-from-catalogue
     python3 bench/side_by_side.py --kernels-from-catalogue --problems softmax --no-compile
     python3 bench/side_by_side.py --kernels-from-catalogue --check-only --random-points 4 --tiers smoke
     python3 bench/side_by_side.py --kernels best.json --out results.json
+    python3 bench/side_by_side.py --prep build/h200/kernelbrain_kernel_prep --kernels-from-catalogue
 """
+# Measurement method: the worker's (src/cuda_worker.cpp, time(); docs/evaluation-plane.md), for
+# eager, torch.compile and our kernel alike. Per sample: write a flush buffer of twice the device's
+# L2 (the worker's default flush_bytes; a fill with the sample's index, as cuMemsetD32Async), then
+# (our kernel only) poison the plan's scratch buffers, then a CUDA event, the call, an event, and a
+# synchronize; --warmup calls (default 1, the rung default) the same way but untimed; then the median
+# of --samples samples (mean of the two middle ones for an even count, as core/statistics.hpp).
+# What differs from the worker, and why it does not matter for the time:
+#   - the worker poisons the outputs before each call's flush; here outputs are poisoned for the
+#     correctness runs only (the flush that follows evicts whatever the poisoning wrote, and eager
+#     and torch.compile allocate their own outputs);
+#   - the worker reads each call's inputs from a window at a random offset of a larger field (so a
+#     kernel cannot profit from recognising a repeat) and checks some timed calls' outputs; here the
+#     inputs stay put (after the flush neither side has them in L2; cheating kernels are the gate's
+#     business, not this table's);
+#   - the worker resets the persisting L2 once per request; nothing here sets a persisting window;
+#   - the worker runs on its own stream of the primary context; here torch's current stream of the
+#     same primary context.
+# bench/check_side_by_side_agreement.sh measures one kernel both ways and fails when the medians
+# differ by more than its stated tolerance.
 import argparse
-import hashlib
 import json
 import math
 import os
-import random
 import re
 import shutil
 import subprocess
 import sys
 import tempfile
-import time
 import traceback
 import zlib
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PROBLEMS_DIR = os.path.join(ROOT, "examples", "cuda_problems")
+DEFAULT_PREP = os.path.join(ROOT, "build", "release", "kernelbrain_kernel_prep")
 HBM_BYTES_PER_S = 4.3e12  # BENCHMARKS.md's LB bandwidth (measured copy)
 HBM_PEAK_BYTES_PER_S = 4.8e12  # the datasheet peak: below bytes / this is physically impossible
-NVRTC_OPTIONS = ["-default-device", "--std=c++17"]  # plus --gpu-architecture=<the problem's "arch">
-
-
-def nvrtc_options(arch):
-    return ["--gpu-architecture=" + (arch or "sm_90")] + NVRTC_OPTIONS
-
-
-def source_key(src, arch):
-    return hashlib.sha1(((arch or "sm_90") + "\n" + src).encode()).hexdigest()
 RESULT_TAG = "@@RESULT "
 
 
 # ---------------------------------------------------------------------------------------------
-# Integer expressions: the grammar of include/kernelbrain/core/expr.hpp (C-like precedence:
-# || && == != < <= > >= + - * / % unary - !, parentheses, min max ceil_div pow2).
-class _Expr:
-    def __init__(self, text, env):
-        self.t, self.env, self.p = text, env, 0
-
-    def fail(self, what):
-        raise ValueError('expression "%s": %s at column %d' % (self.t, what, self.p + 1))
-
-    def skip(self):
-        while self.p < len(self.t) and self.t[self.p].isspace():
-            self.p += 1
-
-    def eat(self, op):
-        self.skip()
-        if self.t.startswith(op, self.p):
-            self.p += len(op)
-            return True
-        return False
-
-    def parse(self):
-        v = self.p_or()
-        self.skip()
-        if self.p != len(self.t):
-            self.fail("unexpected '%s'" % self.t[self.p])
-        return v
-
-    def p_or(self):
-        v = self.p_and()
-        while self.eat("||"):
-            r = self.p_and()
-            v = 1 if (v != 0 or r != 0) else 0
-        return v
-
-    def p_and(self):
-        v = self.p_cmp()
-        while self.eat("&&"):
-            r = self.p_cmp()
-            v = 1 if (v != 0 and r != 0) else 0
-        return v
-
-    def p_cmp(self):
-        v = self.p_add()
-        while True:
-            if self.eat("=="): v = int(v == self.p_add())
-            elif self.eat("!="): v = int(v != self.p_add())
-            elif self.eat("<="): v = int(v <= self.p_add())
-            elif self.eat(">="): v = int(v >= self.p_add())
-            elif self.eat("<"): v = int(v < self.p_add())
-            elif self.eat(">"): v = int(v > self.p_add())
-            else: return v
-
-    def p_add(self):
-        v = self.p_mul()
-        while True:
-            if self.eat("+"): v += self.p_mul()
-            elif self.eat("-"): v -= self.p_mul()
-            else: return v
-
-    def p_mul(self):
-        v = self.p_unary()
-        while True:
-            if self.eat("*"):
-                v *= self.p_unary()
-            elif self.eat("/"):
-                d = self.p_unary()
-                if d == 0: self.fail("division by zero")
-                q = abs(v) // abs(d)
-                v = q if (v >= 0) == (d >= 0) else -q  # C++ truncation
-            elif self.eat("%"):
-                d = self.p_unary()
-                if d == 0: self.fail("division by zero")
-                r = abs(v) % abs(d)
-                v = r if v >= 0 else -r
-            else:
-                return v
-
-    def p_unary(self):
-        if self.eat("-"): return -self.p_unary()
-        if self.eat("!"): return int(self.p_unary() == 0)
-        return self.p_primary()
-
-    def p_primary(self):
-        self.skip()
-        if self.eat("("):
-            v = self.p_or()
-            if not self.eat(")"): self.fail("missing ')'")
-            return v
-        m = re.compile(r"\d+").match(self.t, self.p)
-        if m:
-            self.p = m.end()
-            return int(m.group(0))
-        m = re.compile(r"[A-Za-z_][A-Za-z_0-9]*").match(self.t, self.p)
-        if not m: self.fail("unexpected end" if self.p >= len(self.t) else "unexpected '%s'" % self.t[self.p])
-        name = m.group(0)
-        self.p = m.end()
-        if self.eat("("):
-            a = self.p_or()
-            b = self.p_or() if self.eat(",") else None
-            if not self.eat(")"): self.fail("missing ')' after arguments of " + name)
-            if name == "pow2" and b is None: return int(a > 0 and (a & (a - 1)) == 0)
-            if b is None: self.fail(name + " needs two arguments")
-            if name == "min": return min(a, b)
-            if name == "max": return max(a, b)
-            if name == "ceil_div":
-                if b == 0: self.fail("division by zero")
-                return -((-a) // b)  # the exact ceiling for every sign, as core/expr.hpp
-            self.fail("unknown function '%s'" % name)
-        if name in self.env: return int(self.env[name])
-        self.fail("unknown symbol '%s'" % name)
-
-
-def evaluate(text, env):
-    if isinstance(text, (int, float)):
-        return int(text)
-    return _Expr(str(text), env).parse()
-
-
-# ---------------------------------------------------------------------------------------------
-# Problems, parameter spaces, substitution.
-def load_problem(path):
-    d = path if os.path.isabs(path) else os.path.join(ROOT, path)
-    if os.path.isfile(d):
-        d = os.path.dirname(d)
-    with open(os.path.join(d, "problem.json")) as f:
-        p = json.load(f)
-    p["_dir"] = d
-    return p
+# The library's side: kernelbrain_kernel_prep compiles the kernels and resolves their plans.
+def find_prep(args):
+    """--prep, else $KERNELBRAIN_KERNEL_PREP, else beside $KERNELBRAIN_CUDA_WORKER (a prebuilt set of
+    programs), else build/release/kernelbrain_kernel_prep."""
+    path = args.prep or os.environ.get("KERNELBRAIN_KERNEL_PREP")
+    if not path and os.environ.get("KERNELBRAIN_CUDA_WORKER"):
+        beside = os.path.join(os.path.dirname(os.environ["KERNELBRAIN_CUDA_WORKER"]), "kernelbrain_kernel_prep")
+        path = beside if os.path.isfile(beside) else None
+    path = path or DEFAULT_PREP
+    if not (os.path.isfile(path) and os.access(path, os.X_OK)):
+        raise SystemExit("side_by_side: no kernelbrain_kernel_prep at %s: build it (cmake --build BUILD --target "
+                         "kernelbrain_kernel_prep) and pass --prep BUILD/kernelbrain_kernel_prep "
+                         "(or set KERNELBRAIN_KERNEL_PREP)" % path)
+    return path
 
 
 def all_problem_dirs():
@@ -198,137 +107,54 @@ def all_problem_dirs():
     return out
 
 
-def space_of(entry):
-    params = list(entry.get("parameters", {}).items())
-    return params, entry.get("constraints", [])
-
-
-def admits(space, point):
-    params, cons = space
-    for name, values in params:
-        if point.get(name) not in values:
-            return False
-    return all(evaluate(c, point) != 0 for c in cons)
-
-
-def central_point(space):
-    params, _ = space
-    if not params:
-        return {}
-    p = {name: values[(len(values) - 1) // 2] for name, values in params}
-    return p if admits(space, p) else None
-
-
-def random_points(space, n, rng, exclude=()):
-    params, _ = space
-    out, seen = [], [dict(e) for e in exclude]
-    for _ in range(200 * max(n, 1)):
-        if len(out) >= n:
-            break
-        p = {name: rng.choice(values) for name, values in params}
-        if p not in seen and admits(space, p):
-            seen.append(p)
-            out.append(p)
-    return out
-
-
-def substitute(text, point):
-    def rep(m):
-        k = m.group(1)
-        return str(point[k]) if k in point else m.group(0)
-    return re.sub(r"\$\{([A-Za-z_][A-Za-z_0-9]*)\}", rep, text)
-
-
-def parse_point(text):
-    p = {}
-    for kv in text.split(","):
-        if kv.strip():
-            k, v = kv.split("=")
-            p[k.strip()] = int(v)
-    return p
-
-
-def shapes_of(problem, args):
-    out = []
-    for s in problem["shapes"]:
-        if args.shapes and s["name"] not in args.shapes:
-            continue
-        if args.tiers and s.get("tier", "default") not in args.tiers:
-            continue
-        out.append(s)
-    return out
-
-
-def build_tasks(args):
-    tasks = []
+def prep_command(args, prep, out_dir):
+    """The kernelbrain_kernel_prep command line for this run's kernels and shapes."""
+    cmd = [prep, "--out", out_dir, "--jobs", str(max(1, args.jobs))]
+    if args.shapes:
+        cmd += ["--shapes", ",".join(args.shapes)]
+    if args.tiers:
+        cmd += ["--tiers", ",".join(args.tiers)]
     if args.kernels:
-        with open(args.kernels) as f:
-            doc = json.load(f)
-        for k in doc.get("kernels", []):
-            prob = load_problem(k["problem_dir"])
-            src = k.get("source")
-            if src is None:
-                sf = k["source_file"]
-                with open(sf if os.path.isabs(sf) else os.path.join(ROOT, sf)) as f:
-                    src = f.read()
-            launch = k["launch"] if isinstance(k["launch"], str) else json.dumps(k["launch"])
-            shp = k.get("shape", "*")
-            for s in shapes_of(prob, args):
-                if shp in ("*", s["name"]):
-                    tasks.append(dict(kind="kernel", problem_dir=prob["_dir"], problem=prob["name"], shape=s["name"], arch=prob.get("arch", "sm_90"),
-                                      family=k.get("family", "?"), params=k.get("params", {}), source=src, launch=launch))
-        return tasks
-    rng = random.Random(args.seed)
-    specs = list(args.point or [])
+        return cmd + ["--kernels", os.path.abspath(args.kernels), "--base", ROOT]
+    cmd += ["--seed", str(args.seed), "--random-points", str(args.random_points)]
+    if args.references:
+        cmd.append("--references")
+    if args.families:
+        cmd += ["--families", ",".join(args.families)]
+    for p in args.point or []:
+        cmd += ["--point", p]
     if args.points_file:
-        with open(args.points_file) as f:
-            specs += [l.strip() for l in f if l.strip() and not l.startswith("#")]
-    points = []  # (problem, family substring, point)
-    for spec in specs:
-        prob, fam, pt = spec.split(":", 2)
-        points.append((prob, fam, parse_point(pt)))
+        cmd += ["--points-file", os.path.abspath(args.points_file)]
+    if args.points_only:
+        cmd.append("--points-only")
     dirs = all_problem_dirs()
     if args.problems:
         want = set(args.problems)
         dirs = [d for d in dirs if os.path.basename(d) in want]
-    for d in dirs:
-        prob = load_problem(d)
-        shapes = shapes_of(prob, args)
-        if args.references:
-            ref = prob["reference"]
-            with open(os.path.join(d, ref["source"])) as f:
-                src = f.read()
-            for s in shapes:
-                tasks.append(dict(kind="reference", problem_dir=d, problem=prob["name"], shape=s["name"], arch=prob.get("arch", "sm_90"),
-                                  family="reference", params={}, source=src, launch=json.dumps(ref["launch"])))
-        for entry in prob["catalogue"]:
-            if "template" not in entry:
-                continue
-            if args.families and not any(f in entry["name"] for f in args.families):
-                continue
-            space = space_of(entry)
-            pts = [pt for pr, fam, pt in points if pr == prob["name"] and fam in entry["name"]] or None
-            if pts is None and args.points_only and points:
-                continue
-            if pts is not None:
-                bad = [pt for pt in pts if not admits(space, pt)]
-                for pt in bad:
-                    print("warning: %s / %s: point %s is not admitted; skipped" % (prob["name"], entry["name"], pt), file=sys.stderr)
-                pts = [pt for pt in pts if admits(space, pt)]
+    return cmd + dirs if dirs else None
+
+
+def tasks_of(manifest, prep_dir):
+    """One task per (kernel, shape) of the manifest; a kernel that did not compile gives an error
+    task at each of its shapes."""
+    tasks = []
+    for k in manifest["kernels"]:
+        prob = manifest["problems"][k["problem"]]
+        base = dict(kind=k["kind"], problem_index=k["problem"], problem=prob["name"], family=k["family"], params=k["params"])
+        if k.get("error"):
+            for s in k["shapes"]:
+                tasks.append(dict(base, shape=s, error=k["error"]))
+            continue
+        for p in k["plans"]:
+            t = dict(base, shape=p["shape"], cubin=os.path.join(prep_dir, k["cubin"]))
+            if p.get("error"):
+                t["error"] = p["error"]
             else:
-                c = central_point(space)
-                pts = [c] if c is not None else []
-                if c is None:
-                    print("warning: %s / %s: central point not admitted" % (prob["name"], entry["name"]), file=sys.stderr)
-                pts += random_points(space, args.random_points, rng, exclude=pts)
-            with open(os.path.join(d, entry["template"])) as f:
-                tsrc = f.read()
-            tlaunch = json.dumps(entry["launch"])
-            for pt in pts:
-                src, launch = substitute(tsrc, pt), substitute(tlaunch, pt)
-                for s in shapes:
-                    tasks.append(dict(kind="kernel", problem_dir=d, problem=prob["name"], shape=s["name"], arch=prob.get("arch", "sm_90"),
-                                      family=entry["name"], params=pt, source=src, launch=launch))
+                t["plan"] = {key: p[key] for key in ("launches", "scratch_bytes")}
+            tasks.append(t)
+    # Each shape's rows together (inputs are built once per shape), the reference first.
+    order = {(i, s["name"]): n for i, pr in enumerate(manifest["problems"]) for n, s in enumerate(pr["shapes"])}
+    tasks.sort(key=lambda t: (t["problem_index"], order.get((t["problem_index"], t["shape"]), 0), t["kind"] != "reference"))
     return tasks
 
 
@@ -340,16 +166,19 @@ def worker_main(args):
     import torch._dynamo
     import torch.nn.functional as F
     try:
-        from cuda.bindings import driver as cu, nvrtc
+        from cuda.bindings import driver as cu
     except ImportError:  # older cuda-python layout
-        from cuda import cuda as cu, nvrtc
+        from cuda import cuda as cu
 
     with open(args.worker_tasks) as f:
-        tasks = json.load(f)
+        doc = json.load(f)
+    problems, tasks = doc["problems"], doc["tasks"]
     torch.cuda.init()
     dev = torch.device("cuda")
     torch.empty(1, device=dev)  # creates the primary context and makes it current
-    flush = torch.empty(64 * 1024 * 1024, dtype=torch.float32, device=dev)  # 256 MB
+    # The worker's flush: twice the L2 (cuda_options::flush_bytes = 0), 128 MiB when unknown.
+    l2 = int(getattr(torch.cuda.get_device_properties(dev), "L2_cache_size", 0) or 0)
+    flush = torch.empty((2 * l2 if l2 > 0 else 128 << 20) // 4, dtype=torch.int32, device=dev)
 
     def emit(res):
         sys.stdout.write(RESULT_TAG + json.dumps(res) + "\n")
@@ -372,81 +201,53 @@ def worker_main(args):
 
     modules = {}
 
-    def compile_module(src, arch):
-        key = source_key(src, arch)
-        if key in modules:
-            return modules[key]
-        cached = os.path.join(args.cubin_cache, key + ".cubin") if args.cubin_cache else None
-        if cached and os.path.isfile(cached):
-            with open(cached, "rb") as f:
+    def load_module(path):
+        if path not in modules:
+            with open(path, "rb") as f:
                 image = np.frombuffer(f.read(), dtype=np.uint8).copy()
-            module = cu_check(cu.cuModuleLoadData(image.ctypes.data), "cuModuleLoadData")
-            modules[key] = module
-            return module
-        err, prog = nvrtc.nvrtcCreateProgram(src.encode(), b"candidate.cu", 0, [], [])
-        if code(err) != 0:
-            raise RuntimeError("nvrtcCreateProgram failed")
-        opts = [o.encode() for o in nvrtc_options(arch)]
-        (err,) = nvrtc.nvrtcCompileProgram(prog, len(opts), opts)
-        if code(err) != 0:
-            _, n = nvrtc.nvrtcGetProgramLogSize(prog)
-            log = b" " * n
-            nvrtc.nvrtcGetProgramLog(prog, log)
-            raise RuntimeError("NVRTC compile error:\n" + log.decode(errors="replace")[:4000])
-        _, n = nvrtc.nvrtcGetCUBINSize(prog)
-        cubin = b" " * n
-        nvrtc.nvrtcGetCUBIN(prog, cubin)
-        nvrtc.nvrtcDestroyProgram(prog)
-        image = np.frombuffer(cubin, dtype=np.uint8).copy()
-        module = cu_check(cu.cuModuleLoadData(image.ctypes.data), "cuModuleLoadData")
-        modules[key] = module
-        return module
+            modules[path] = cu_check(cu.cuModuleLoadData(image.ctypes.data), "cuModuleLoadData " + os.path.basename(path))
+        return modules[path]
 
     DT = {"f32": torch.float32, "f16": torch.float16, "f64": torch.float64}
 
     class Plan:
-        """A launch plan bound to tensors: runs all its launches on the current stream."""
+        """A resolved launch plan bound to buffers (inputs, outputs, then its own scratch, as the
+        backend numbers them): runs all its launches on the current stream."""
 
-        def __init__(self, src, plan_text, tensors, dims, arch="sm_90"):
-            self.plan = json.loads(plan_text)
-            module = compile_module(src, arch)
-            self.scratch = {}
-            for s in self.plan.get("scratch", []):
-                n = evaluate(s["size"], dims)
-                t = torch.empty(max(n, 1), dtype=DT[s.get("dtype", "f32")], device=dev)
-                t.fill_(float("nan"))  # scratch is uninitialised: poison it
-                self.scratch[s["name"]] = t
-            self.launches = []
-            self.keep = []
-            for l in self.plan["launches"]:
+        def __init__(self, cubin, plan, buffers):
+            module = load_module(cubin)
+            # Scratch is uninitialised for the kernel: poisoned (0xff bytes: NaN as f32 and as f16).
+            self.scratch = [torch.empty(max(int(b), 1), dtype=torch.uint8, device=dev) for b in plan["scratch_bytes"]]
+            self.poison_scratch()
+            ptrs = [t.data_ptr() for t in buffers] + [t.data_ptr() for t in self.scratch]
+            self.launches, self.keep = [], []
+            for l in plan["launches"]:
                 func = cu_check(cu.cuModuleGetFunction(module, l["kernel"].encode()), "cuModuleGetFunction " + l["kernel"])
-                grid = [evaluate(e, dims) for e in l["grid"]]
-                block = [evaluate(e, dims) for e in l["block"]]
-                cluster = [evaluate(e, dims) for e in l.get("cluster", ["1", "1", "1"])]
-                smem = evaluate(l.get("smem", "0"), dims)
+                smem = int(l["smem"])
                 if smem > 48 * 1024:
                     cu_check(cu.cuFuncSetAttribute(func, cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem),
                              "cuFuncSetAttribute(max dynamic smem %d)" % smem)
                 holders = []
-                for a in l["args"]:
-                    if a in tensors:
-                        holders.append(np.array([tensors[a].data_ptr()], dtype=np.uint64))
-                    elif a in self.scratch:
-                        holders.append(np.array([self.scratch[a].data_ptr()], dtype=np.uint64))
-                    elif a in dims:
-                        holders.append(np.array([int(dims[a])], dtype=np.int64))
+                for a in l["args"]:  # every parameter is 8 bytes: a pointer or a long long dim
+                    if "buffer" in a:
+                        holders.append(np.array([ptrs[int(a["buffer"])]], dtype=np.uint64))
                     else:
-                        raise RuntimeError("launch argument '%s' names no tensor, scratch or dim" % a)
-                ptrs = np.array([h.ctypes.data for h in holders], dtype=np.uint64)
-                self.keep.append((holders, ptrs))
-                self.launches.append((l["kernel"], func, grid, block, cluster, smem, ptrs))
+                        holders.append(np.array([int(a["value"])], dtype=np.int64))
+                argv = np.array([h.ctypes.data for h in holders], dtype=np.uint64)
+                self.keep.append((holders, argv))
+                self.launches.append((l["kernel"], func, [int(v) for v in l["grid"]], [int(v) for v in l["block"]],
+                                      [int(v) for v in l["cluster"]], smem, argv))
+
+        def poison_scratch(self):
+            for t in self.scratch:
+                t.fill_(255)
 
         def __call__(self):
             stream = cu.CUstream(torch.cuda.current_stream().cuda_stream)
-            for name, func, grid, block, cluster, smem, ptrs in self.launches:
+            for name, func, grid, block, cluster, smem, argv in self.launches:
                 if cluster == [1, 1, 1]:
                     cu_check(cu.cuLaunchKernel(func, grid[0], grid[1], grid[2], block[0], block[1], block[2], smem,
-                                               stream, ptrs.ctypes.data, 0), "launch " + name)
+                                               stream, argv.ctypes.data, 0), "launch " + name)
                 else:
                     cfg = cu.CUlaunchConfig()
                     cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ = grid
@@ -458,7 +259,7 @@ def worker_main(args):
                     attr.value.clusterDim.x, attr.value.clusterDim.y, attr.value.clusterDim.z = cluster
                     cfg.attrs = [attr]
                     cfg.numAttrs = 1
-                    cu_check(cu.cuLaunchKernelEx(cfg, func, ptrs.ctypes.data, 0), "cluster launch " + name)
+                    cu_check(cu.cuLaunchKernelEx(cfg, func, argv.ctypes.data, 0), "cluster launch " + name)
 
     # --- the problems in torch terms -----------------------------------------------------------
     def torch_ops(pname, dims, precision):
@@ -503,20 +304,27 @@ def worker_main(args):
         torch.backends.cudnn.allow_tf32 = args.conv_tf32 != "off"  # PyTorch's default is on
         torch.set_float32_matmul_precision("high" if precision == "tf32" else "highest")
 
-    def time_fn(fn, samples):
-        fn()
-        fn()
+    def time_fn(fn, samples, prepare=None):
+        """The worker's method (see the top of this file): per call a flush of twice the L2, then
+        `prepare` (scratch poison), events around the call, a synchronize; warm-up calls untimed;
+        the median."""
+        warmup = max(0, args.warmup)
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        ts = []
         torch.cuda.synchronize()
-        starts = [torch.cuda.Event(enable_timing=True) for _ in range(samples)]
-        ends = [torch.cuda.Event(enable_timing=True) for _ in range(samples)]
-        for i in range(samples):
-            flush.fill_(float(i))
-            starts[i].record()
+        for i in range(warmup + samples):
+            flush.fill_(i)
+            if prepare is not None:
+                prepare()
+            start.record()
             fn()
-            ends[i].record()
-        torch.cuda.synchronize()
-        ts = sorted(s.elapsed_time(e) for s, e in zip(starts, ends))
-        return ts[len(ts) // 2]
+            end.record()
+            torch.cuda.synchronize()
+            if i >= warmup:
+                ts.append(start.elapsed_time(end))
+        ts.sort()
+        n = len(ts)
+        return ts[n // 2] if n % 2 else 0.5 * (ts[n // 2 - 1] + ts[n // 2])
 
     def compare(out, ref64, tol):
         """(ok, max |out - ref| / max|ref|, detail)."""
@@ -537,23 +345,23 @@ def worker_main(args):
 
     cache = {"key": None}
 
-    def shape_state(task, prob):
-        key = (task["problem_dir"], task["shape"])
+    def shape_state(task):
+        key = (task["problem_index"], task["shape"])
         if cache["key"] == key:
             return cache["state"]
         cache.clear()
         cache["key"] = None
         torch.cuda.empty_cache()
+        prob = problems[task["problem_index"]]
         shape = next(s for s in prob["shapes"] if s["name"] == task["shape"])
         dims = {k: int(v) for k, v in shape["dims"].items()}
-        precision = prob.get("precision", "fp32")
+        precision = prob["precision"]
         set_precision(precision)
         eager, ref_fn, views = torch_ops(prob["name"], dims, precision)
         gen = torch.Generator(device=dev)
         gen.manual_seed(zlib.crc32((prob["name"] + "/" + shape["name"]).encode()) + args.seed)
         inputs = []
-        for spec, view in zip(prob["inputs"], views):
-            n = evaluate(spec["size"], dims)
+        for spec, n, view in zip(prob["inputs"], shape["input_elements"], views):
             dist = spec.get("distribution", "normal")
             if dist == "normal":
                 t = torch.randn(n, generator=gen, device=dev, dtype=torch.float32)
@@ -565,17 +373,14 @@ def worker_main(args):
         with torch.no_grad():
             ref64 = ref_fn(*[t.double() for t in inputs])
             torch.cuda.synchronize()
-        out_specs = prob["outputs"]
-        out_n = evaluate(out_specs[0]["size"], dims)
+        out_n = shape["output_elements"][0]
         if ref64.numel() != out_n:
             raise RuntimeError("output size %d != torch's %d" % (out_n, ref64.numel()))
-        cost = prob.get("cost", {})
-        nbytes = evaluate(cost.get("bytes", "0"), dims)
-        flops = evaluate(cost.get("flops", "0"), dims)
-        peak = float(prob.get("machine", {}).get("flops_per_second", 0) or 0)
+        nbytes, flops = float(shape["bytes"]), float(shape["flops"])
+        peak = float(prob["machine"].get("flops_per_second", 0) or 0)
         lb = max(nbytes / HBM_BYTES_PER_S, flops / peak if peak > 0 else 0.0) * 1e3  # ms
         hard = max(nbytes / HBM_PEAK_BYTES_PER_S, flops / peak if peak > 0 else 0.0) * 1e3
-        st = dict(dims=dims, inputs=inputs, ref64=ref64, eager=eager, precision=precision, lb=lb, hard=hard,
+        st = dict(dims=dims, shape=shape, inputs=inputs, ref64=ref64, eager=eager, precision=precision, lb=lb, hard=hard,
                   tier=shape.get("tier", "default"), eager_ms=None, compile_ms=None, eager_err=None, baseline_done=False)
         cache["key"], cache["state"] = key, st
         return st
@@ -613,23 +418,23 @@ def worker_main(args):
         print("[%d/%d] %s %s %s %s" % (idx + 1, len(tasks), task["problem"], task["shape"], task["family"],
                                        ",".join("%s=%s" % kv for kv in sorted(task["params"].items()))),
               file=sys.stderr, flush=True)
+        if task.get("error"):  # did not compile, or its plan was rejected at this shape (kernel_prep)
+            res["error"] = task["error"].strip()[:600]
+            emit(res)
+            continue
         sticky = False
         try:
-            prob = load_problem(task["problem_dir"])
-            st = shape_state(task, prob)
+            prob = problems[task["problem_index"]]
+            st = shape_state(task)
             res["lb_ms"], res["hard_ms"] = st["lb"], st["hard"]
             res["tier"] = st["tier"]
             if task["kind"] == "kernel":
                 baselines(st, prob)
             res["eager_ms"], res["compile_ms"], res["eager_err"] = st["eager_ms"], st["compile_ms"], st["eager_err"]
-            spec = prob["outputs"][0]
-            out = torch.empty(evaluate(spec["size"], st["dims"]), dtype=DT[spec.get("dtype", "f32")], device=dev)
-            tensors = {s["name"]: t for s, t in zip(prob["inputs"], st["inputs"])}
-            tensors[spec["name"]] = out
-            try:
-                plan = Plan(task["source"], task["launch"], tensors, st["dims"], task.get("arch", "sm_90"))
-            except RuntimeError as e:
-                raise RuntimeError(str(e)) from None
+            outs = [torch.empty(n, dtype=DT[spec.get("dtype", "f32")], device=dev)
+                    for spec, n in zip(prob["outputs"], st["shape"]["output_elements"])]
+            out = outs[0]
+            plan = Plan(task["cubin"], task["plan"], list(st["inputs"]) + outs)
             sticky = True  # from here on a failure may have poisoned the context
             before = [t.clone() for t in st["inputs"]] if st["tier"] in ("smoke", "odd") else None
             out.fill_(float("nan"))
@@ -637,6 +442,7 @@ def worker_main(args):
             torch.cuda.synchronize()
             first = out.clone()
             out.fill_(1.0e30 if out.dtype != torch.float16 else 6.0e4)
+            plan.poison_scratch()
             plan()
             torch.cuda.synchronize()
             sticky = False
@@ -650,9 +456,9 @@ def worker_main(args):
             del first
             if ok and not args.check_only and st["tier"] != "smoke" and task["kind"] == "kernel":
                 sticky = True
-                res["ours_ms"] = time_fn(plan, args.samples)
+                res["ours_ms"] = time_fn(plan, args.samples, prepare=plan.poison_scratch)
                 sticky = False
-            del plan, out
+            del plan, out, outs
         except Exception as e:
             res["error"] = "%s: %s" % (type(e).__name__, str(e).strip()[:600])
             if args.verbose:
@@ -665,33 +471,7 @@ def worker_main(args):
 
 
 # ---------------------------------------------------------------------------------------------
-# Orchestrator: no torch here; workers do the GPU work.
-def _precompile(job):
-    """NVRTC only (no CUDA context): source -> cubin file; returns (key, error or None)."""
-    src, arch, out_dir = job
-    key = source_key(src, arch)
-    try:
-        try:
-            from cuda.bindings import nvrtc
-        except ImportError:
-            from cuda import nvrtc
-        val = lambda e: e.value if hasattr(e, "value") else int(e)
-        err, prog = nvrtc.nvrtcCreateProgram(src.encode(), b"candidate.cu", 0, [], [])
-        opts = [o.encode() for o in nvrtc_options(arch)]
-        (err,) = nvrtc.nvrtcCompileProgram(prog, len(opts), opts)
-        if val(err) != 0:
-            return key, "compile error"  # the worker compiles again and reports the log
-        _, n = nvrtc.nvrtcGetCUBINSize(prog)
-        cubin = b" " * n
-        nvrtc.nvrtcGetCUBIN(prog, cubin)
-        nvrtc.nvrtcDestroyProgram(prog)
-        with open(os.path.join(out_dir, key + ".cubin"), "wb") as f:
-            f.write(cubin)
-        return key, None
-    except Exception as e:  # precompilation is only a speed-up
-        return key, str(e)
-
-
+# Orchestrator: no torch here; kernel_prep prepares the kernels, workers do the GPU work.
 def fmt_ms(v):
     if v is None:
         return "-"
@@ -731,66 +511,90 @@ def print_table(results, tasks):
     print("\n%d rows, %d failed or errored" % (len(rows), nfail))
 
 
-def orchestrate(args):
-    tasks = build_tasks(args)
-    if not tasks:
-        print("no tasks (check --problems / --shapes / --tiers / --kernels)")
-        return 1
-    # Keep each shape's rows together so that a worker builds each shape's inputs once.
-    order = {}
-    tasks.sort(key=lambda t: (t["problem_dir"], t["shape"], t["kind"] != "reference"))
+def dry_run(tasks):
+    """--dry-run: the tasks and their resolved launches, no GPU work."""
     for t in tasks:
-        order.setdefault((t["problem_dir"], t["shape"]), len(order))
-    fd, path = tempfile.mkstemp(prefix="sbs_tasks_", suffix=".json")
-    with os.fdopen(fd, "w") as f:
-        json.dump(tasks, f)
-    print("%d tasks" % len(tasks), file=sys.stderr)
-    cubin_dir = tempfile.mkdtemp(prefix="sbs_cubins_")
-    sources = sorted({(t["source"], t.get("arch", "sm_90")) for t in tasks})
-    t0 = time.time()
-    try:
-        import multiprocessing as mp
-        with mp.get_context("spawn").Pool(max(1, args.jobs)) as pool:
-            errs = [e for _, e in pool.map(_precompile, [(s, a, cubin_dir) for s, a in sources]) if e]
-        print("precompiled %d sources in %.1f s (%d failed)" % (len(sources), time.time() - t0, len(errs)), file=sys.stderr)
-    except Exception as e:
-        print("precompilation skipped: %s" % e, file=sys.stderr)
-    results = {}
-    start = 0
-    passthrough = [a for a in sys.argv[1:]]
-    while start < len(tasks):
-        cmd = [sys.executable, os.path.abspath(__file__), "--worker-tasks", path, "--worker-start", str(start),
-               "--cubin-cache", cubin_dir] + passthrough
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
-        last = start - 1
-        for line in proc.stdout:
-            if line.startswith(RESULT_TAG):
-                r = json.loads(line[len(RESULT_TAG):])
-                results[r["index"]] = r
-                last = r["index"]
-            else:
-                sys.stderr.write(line)
-        rc = proc.wait()
-        if last + 1 >= len(tasks):
-            break
-        if rc in (0, 3):  # 3: the worker reported a failure and left to get a fresh CUDA context
-            start = last + 1
+        kern = t["family"] + ("[" + ",".join("%s=%s" % kv for kv in sorted(t["params"].items())) + "]" if t["params"] else "")
+        print("%s  %s  %s" % (t["problem"], t["shape"], kern))
+        if t.get("error"):
+            print("    ERROR " + t["error"].strip().splitlines()[0][:200])
             continue
-        # The worker died: blame the task it was on, which it did not report.
-        nxt = last + 1
-        if nxt not in results:
-            results[nxt] = dict(index=nxt, problem=tasks[nxt]["problem"], shape=tasks[nxt]["shape"], ok=False,
-                                error="worker died (exit %d) while running this kernel" % rc)
-            nxt += 1
-        start = nxt
-    os.unlink(path)
-    shutil.rmtree(cubin_dir, ignore_errors=True)
+        for b in t["plan"]["scratch_bytes"]:
+            print("    scratch %d bytes" % b)
+        for l in t["plan"]["launches"]:
+            args = ",".join("b%d" % a["buffer"] if "buffer" in a else "%s=%d" % (a["dim"], a["value"]) for a in l["args"])
+            print("    %s grid %s block %s cluster %s smem %d (%s)" % (
+                l["kernel"], "x".join(map(str, l["grid"])), "x".join(map(str, l["block"])),
+                "x".join(map(str, l["cluster"])), l["smem"], args))
+    bad = sum(1 for t in tasks if t.get("error"))
+    print("\n%d tasks, %d with errors" % (len(tasks), bad))
+    return 0 if bad == 0 else 2
+
+
+def orchestrate(args):
+    prep = find_prep(args)
+    prep_dir = tempfile.mkdtemp(prefix="sbs_prep_")
+    path = None
+    try:
+        cmd = prep_command(args, prep, prep_dir)
+        if cmd is None:
+            print("no tasks (no problem matches --problems)")
+            return 1
+        if args.verbose:
+            print(" ".join(cmd), file=sys.stderr)
+        rc = subprocess.call(cmd, stdout=sys.stderr, cwd=ROOT)
+        if rc != 0:
+            print("side_by_side: kernelbrain_kernel_prep failed (exit %d)" % rc, file=sys.stderr)
+            return 1
+        with open(os.path.join(prep_dir, "manifest.json")) as f:
+            manifest = json.load(f)
+        tasks = tasks_of(manifest, prep_dir)
+        if not tasks:
+            print("no tasks (check --problems / --shapes / --tiers / --kernels)")
+            return 1
+        if args.dry_run:
+            return dry_run(tasks)
+        fd, path = tempfile.mkstemp(prefix="sbs_tasks_", suffix=".json")
+        with os.fdopen(fd, "w") as f:
+            json.dump(dict(problems=manifest["problems"], tasks=tasks), f)
+        print("%d tasks" % len(tasks), file=sys.stderr)
+        results = {}
+        start = 0
+        passthrough = [a for a in sys.argv[1:]]
+        while start < len(tasks):
+            cmd = [sys.executable, os.path.abspath(__file__), "--worker-tasks", path, "--worker-start", str(start)] + passthrough
+            proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
+            last = start - 1
+            for line in proc.stdout:
+                if line.startswith(RESULT_TAG):
+                    r = json.loads(line[len(RESULT_TAG):])
+                    results[r["index"]] = r
+                    last = r["index"]
+                else:
+                    sys.stderr.write(line)
+            rc = proc.wait()
+            if last + 1 >= len(tasks):
+                break
+            if rc in (0, 3):  # 3: the worker reported a failure and left to get a fresh CUDA context
+                start = last + 1
+                continue
+            # The worker died: blame the task it was on, which it did not report.
+            nxt = last + 1
+            if nxt not in results:
+                results[nxt] = dict(index=nxt, problem=tasks[nxt]["problem"], shape=tasks[nxt]["shape"], ok=False,
+                                    error="worker died (exit %d) while running this kernel" % rc)
+                nxt += 1
+            start = nxt
+    finally:
+        if path:
+            os.unlink(path)
+        shutil.rmtree(prep_dir, ignore_errors=True)
     res = [results[i] for i in sorted(results)]
     print()
     print_table(res, tasks)
     if args.out:
         with open(args.out, "w") as f:
-            json.dump(dict(results=res, tasks=[{k: v for k, v in t.items() if k not in ("source",)} for t in tasks]), f, indent=1)
+            json.dump(dict(results=res, tasks=[{k: v for k, v in t.items() if k not in ("plan", "cubin")} for t in tasks]), f, indent=1)
     return 0 if all(r.get("ok") and not r.get("error") for r in res) else 2
 
 
@@ -820,6 +624,7 @@ def merge_tables(files, out):
     return 0 if not bad and all(r.get("ok") and not r.get("error") for r in results) else 2
 
 
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     src = ap.add_mutually_exclusive_group()
@@ -827,6 +632,9 @@ def main():
     src.add_argument("--kernels-from-catalogue", action="store_true", help="template central points (or --point)")
     src.add_argument("--table-from", nargs="+", metavar="JSON",
                      help="no GPU work: merge the --out files of earlier runs (e.g. one per GPU) into one table")
+    ap.add_argument("--prep", help="kernelbrain_kernel_prep (default: $KERNELBRAIN_KERNEL_PREP, else "
+                                   "build/release/kernelbrain_kernel_prep); kernelbrain-cuda-worker must be beside it "
+                                   "(or in $KERNELBRAIN_CUDA_WORKER)")
     ap.add_argument("--point", action="append",
                     help="PROBLEM:FAMILY:K=V,K=V (repeatable; FAMILY may be a substring) instead of the central point")
     ap.add_argument("--points-file", help="file of --point values, one per line")
@@ -840,21 +648,25 @@ def main():
     ap.add_argument("--references", action=argparse.BooleanOptionalAction, default=None,
                     help="also check each problem's reference.cu against float64 (default: on in catalogue mode)")
     ap.add_argument("--samples", type=int, default=21, help="timed samples per measurement (>= 20)")
+    ap.add_argument("--warmup", type=int, default=1, help="untimed calls before the samples, flushed like them (default 1)")
     ap.add_argument("--no-compile", action="store_true", help="skip torch.compile")
     ap.add_argument("--check-only", action="store_true", help="correctness only, no timing")
     ap.add_argument("--conv-tf32", choices=["default", "on", "off"], default="default",
                     help="cuDNN TF32 for PyTorch's fp32 convolutions (PyTorch's default is on)")
     ap.add_argument("--out", help="write all results as JSON here")
+    ap.add_argument("--dry-run", action="store_true",
+                    help="no GPU work: prepare the kernels and print each task's resolved launches")
     ap.add_argument("--verbose", action="store_true")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 4, help="parallel NVRTC compiles")
     ap.add_argument("--worker-tasks", help=argparse.SUPPRESS)
-    ap.add_argument("--cubin-cache", help=argparse.SUPPRESS)
     ap.add_argument("--worker-start", type=int, default=0, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.references is None:
         args.references = bool(args.kernels_from_catalogue)
     if args.samples < 1:
         ap.error("--samples must be positive")
+    if args.warmup < 0:
+        ap.error("--warmup must be >= 0")
     if args.worker_tasks:
         return worker_main(args)
     if args.table_from:

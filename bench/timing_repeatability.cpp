@@ -20,13 +20,13 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <kernelbrain/evaluate/host.hpp>
 #include <kernelbrain/search.hpp>
-#include "../tests/host_corpus/scale_rows.hpp"
-#include "scratch_dir.hpp"
+#include <sstream>
 #include <string>
 #include <vector>
+#include "../tests/host_corpus/scale_rows.hpp"
+#include "scratch_dir.hpp"
 
 namespace kb = kernelbrain;
 namespace fs = std::filesystem;

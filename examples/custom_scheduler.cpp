@@ -1,7 +1,7 @@
 // The greedy scheduler and registry entry of docs/writing-a-strategy.md, compiled so the doc stays true.
+#include <cstdio>
 #include <kernelbrain/search.hpp>
 #include <kernelbrain/strategies/all.hpp>
-#include <cstdio>
 namespace kb = kernelbrain;
 struct greedy_scheduler {
   kb::action next(kb::search_view const& v) {
@@ -17,9 +17,12 @@ int main() {  // registers the strategy by name and runs it
           [](kb::problem const& p, kb::strategy_options const&) {
             return kb::erase(kb::default_policies(p).with_scheduler(greedy_scheduler{}));
           });
-  kb::synthetic_landscape land; kb::synthetic_evaluator ev(land);
-  kb::search_options o; o.limits.evaluations = 100;
+  kb::synthetic_landscape land;
+  kb::synthetic_evaluator ev(land);
+  kb::search_options o;
+  o.limits.evaluations = 100;
   auto r = kb::search(land.get_problem(), reg.make("greedy", land.get_problem(), {}), ev, o);
-  std::printf("greedy: %zu evaluations, best %s\n", r.counters.evaluations, r.best ? r.best->cand.id.str().c_str() : "none");
+  std::printf("greedy: %zu evaluations, best %s\n", r.counters.evaluations,
+              r.best ? r.best->cand.id.str().c_str() : "none");
   return r.best ? 0 : 1;
 }

@@ -1,6 +1,7 @@
 // kernelbrain-cuda-worker: the process that owns a CUDA context on behalf of KernelBrain's CUDA
 // evaluator (the search process never creates one). Modes:
-//   --serve cuda                       answer check/time requests on fd 3 (started by the evaluator)
+//   --serve cuda                       answer device/check/time requests on fd 3 (started by the
+//                                      evaluator); device: the limits plans are checked against
 //   --compile SRC OUT.cubin [OPTS...]  NVRTC-compile SRC for the evaluator (run under a time limit);
 //                                      prints the compiler log (messages only: entry points and
 //                                      resources are read from the cubin), exit 1 on failure
@@ -35,13 +36,14 @@
 #include <string>
 #include <string_view>
 #include <vector>
+#include "kernelbrain/detail/cuda_protocol.hpp"
 #include "kernelbrain/detail/process_supervision.hpp"
-#include "kernelbrain/evaluate/cuda_protocol.hpp"
 
 namespace {
 
 using namespace kernelbrain;
-namespace cp = kernelbrain::cuda_protocol;
+using namespace kernelbrain::detail;  // the worker side of the wire protocol
+namespace cp = kernelbrain::detail::cuda_protocol;
 using clock_type = std::chrono::steady_clock;
 
 std::string read_text(char const* path) {
@@ -56,21 +58,27 @@ std::string read_text(char const* path) {
 // Every driver function the worker calls. A member is named after cuda.h's macro (cuMemAlloc is
 // cuMemAlloc_v2), so it has the type of the version this file was compiled against, and
 // cuGetProcAddress is asked for that version by its base name.
-#define KB_DRIVER_FUNCTIONS(X)                                                                                    \
+// clang-format 14 indents each continuation line of this list further than the last: keep it by hand.
+// clang-format off
+#define KB_DRIVER_FUNCTIONS(X)                                                                                   \
   X(cuInit) X(cuDriverGetVersion) X(cuDeviceGet) X(cuDeviceGetName) X(cuDeviceGetAttribute)                      \
-  X(cuDevicePrimaryCtxRetain) X(cuCtxSetCurrent) X(cuCtxResetPersistingL2Cache) X(cuStreamCreate)               \
-  X(cuStreamSynchronize) X(cuEventCreate) X(cuEventRecord) X(cuEventElapsedTime) X(cuGetErrorName)              \
+  X(cuDevicePrimaryCtxRetain) X(cuCtxSetCurrent) X(cuCtxResetPersistingL2Cache) X(cuStreamCreate)                \
+  X(cuStreamSynchronize) X(cuEventCreate) X(cuEventRecord) X(cuEventElapsedTime) X(cuGetErrorName)               \
   X(cuGetErrorString) X(cuMemAlloc) X(cuMemFree) X(cuMemsetD32Async) X(cuMemsetD16Async) X(cuMemcpyDtoHAsync)    \
   X(cuMemcpyHtoDAsync) X(cuMemcpyDtoDAsync) X(cuModuleLoad) X(cuModuleLoadData) X(cuModuleUnload)               \
   X(cuModuleGetFunction) X(cuFuncSetAttribute) X(cuFuncGetAttribute) X(cuLaunchKernel) X(cuLaunchKernelEx)
+// clang-format on
 
 struct driver_api {
 #define KB_MEMBER(f) decltype(&::f) f = nullptr;
   KB_DRIVER_FUNCTIONS(KB_MEMBER)
 #undef KB_MEMBER
   std::string missing;  ///< why the driver is unusable; empty once loaded
+  bool loaded = false;
 
   bool load() {
+    if (loaded) return true;
+    if (!missing.empty()) return false;  // tried before
     void* lib = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
     if (!lib) {
       char const* e = ::dlerror();
@@ -92,7 +100,8 @@ struct driver_api {
 #define KB_LOAD(f) one(#f, reinterpret_cast<void**>(&f));
     KB_DRIVER_FUNCTIONS(KB_LOAD)
 #undef KB_LOAD
-    return missing.empty();
+    loaded = missing.empty();
+    return loaded;
   }
 };
 driver_api cu;
@@ -277,6 +286,86 @@ void die_if(CUresult r, char const* what) {
   if (r != CUDA_SUCCESS) die(std::string(what) + ": " + err_text(r));
 }
 
+/// Device 0 as the driver reports it, asked without creating a context: the reply to request::device
+/// (the parent checks plans against these limits), and what the worker checks each launch against.
+/// present == 0, with the reason, when there is no usable driver or device.
+cp::device_info query_device() {
+  cp::device_info d;
+  if (!cu.load()) {
+    d.message = cu.missing;
+    return d;
+  }
+  if (const CUresult r = cu.cuInit(0); r != CUDA_SUCCESS) {
+    d.message = "cuInit: " + err_text(r);
+    return d;
+  }
+  CUdevice dev = 0;
+  if (const CUresult r = cu.cuDeviceGet(&dev, 0); r != CUDA_SUCCESS) {
+    d.message = "cuDeviceGet(0): " + err_text(r);
+    return d;
+  }
+  char name[256] = {};
+  d.name = cu.cuDeviceGetName(name, sizeof name - 1, dev) == CUDA_SUCCESS && name[0] ? name : "device 0";
+  std::string failed;
+  auto attr = [&](CUdevice_attribute a, char const* what) -> std::int64_t {
+    int v = 0;
+    if (const CUresult r = cu.cuDeviceGetAttribute(&v, a, dev); r != CUDA_SUCCESS) {
+      if (failed.empty())
+        failed = std::string("cuDeviceGetAttribute(CU_DEVICE_ATTRIBUTE_") + what + "): " + err_text(r);
+      return 0;
+    }
+    return v;
+  };
+#define KB_ATTR(a) attr(CU_DEVICE_ATTRIBUTE_##a, #a)
+  d.cc_major = static_cast<std::int32_t>(KB_ATTR(COMPUTE_CAPABILITY_MAJOR));
+  d.cc_minor = static_cast<std::int32_t>(KB_ATTR(COMPUTE_CAPABILITY_MINOR));
+  d.max_threads_per_block = KB_ATTR(MAX_THREADS_PER_BLOCK);
+  d.max_block[0] = KB_ATTR(MAX_BLOCK_DIM_X);
+  d.max_block[1] = KB_ATTR(MAX_BLOCK_DIM_Y);
+  d.max_block[2] = KB_ATTR(MAX_BLOCK_DIM_Z);
+  d.max_grid[0] = KB_ATTR(MAX_GRID_DIM_X);
+  d.max_grid[1] = KB_ATTR(MAX_GRID_DIM_Y);
+  d.max_grid[2] = KB_ATTR(MAX_GRID_DIM_Z);
+  d.max_smem_per_block = KB_ATTR(MAX_SHARED_MEMORY_PER_BLOCK);
+  d.max_smem_per_block_optin = KB_ATTR(MAX_SHARED_MEMORY_PER_BLOCK_OPTIN);
+  d.max_registers_per_block = KB_ATTR(MAX_REGISTERS_PER_BLOCK);
+  d.cluster_launch = KB_ATTR(CLUSTER_LAUNCH) ? 1 : 0;
+#undef KB_ATTR
+  if (!failed.empty()) {
+    cp::device_info none;
+    none.message = failed;
+    return none;
+  }
+  d.present = 1;
+  return d;
+}
+
+/// Why launch `l` of a kernel with `static_smem` bytes of static shared memory cannot run on the
+/// device `d`, or "" (also when `d` is unknown). The parent checked the plan against the same
+/// limits when it has them: this catches a parent that checked against other ones.
+std::string outside_device(cp::launch const& l, std::int64_t static_smem, cp::device_info const& d) {
+  if (!d.present) return {};
+  auto dims3 = [](std::int64_t const* v) {
+    return std::to_string(v[0]) + " x " + std::to_string(v[1]) + " x " + std::to_string(v[2]);
+  };
+  const std::string on = " on " + d.name + " (sm_" + std::to_string(d.cc_major) + std::to_string(d.cc_minor) + ")";
+  bool block_ok = true, grid_ok = true;
+  for (int i = 0; i < 3; ++i) {
+    block_ok = block_ok && l.block[i] >= 1 && l.block[i] <= d.max_block[i];
+    grid_ok = grid_ok && l.grid[i] >= 1 && l.grid[i] <= d.max_grid[i];
+  }
+  if (!block_ok || l.block[0] * l.block[1] * l.block[2] > d.max_threads_per_block)
+    return "block " + dims3(l.block) + ": at most " + std::to_string(d.max_threads_per_block) +
+           " threads per block, and at most " + dims3(d.max_block) + on;
+  if (!grid_ok) return "grid " + dims3(l.grid) + ": at most " + dims3(d.max_grid) + on;
+  if (l.cluster[0] * l.cluster[1] * l.cluster[2] > 1 && !d.cluster_launch)
+    return "cluster " + dims3(l.cluster) + ": no thread block clusters" + on;
+  if (l.smem < 0 || static_smem + l.smem > d.max_smem_per_block_optin)
+    return std::to_string(static_smem) + " bytes of static and " + std::to_string(l.smem) +
+           " of dynamic shared memory (at most " + std::to_string(d.max_smem_per_block_optin) + " together" + on + ")";
+  return {};
+}
+
 struct buffer {
   CUdeviceptr p = 0;
   std::uint64_t bytes = 0;
@@ -319,9 +408,11 @@ CUmodule load_module(std::string const& path) {
   throw request_failure{cp::status::load_failed, "cannot load the compiled module: " + err_text(r)};
 }
 
-/// The functions of a plan, each checked against what the parent read from the cubin and prepared
-/// for its launch (dynamic shared memory above 48 KiB needs an opt-in).
-std::vector<CUfunction> functions_of(CUmodule m, cp::plan const& p, std::string const& who) {
+/// The functions of a plan, each checked against what the parent read from the cubin and against the
+/// device's limits, and prepared for its launch (static + dynamic shared memory above the device's
+/// default per block, 48 KiB, needs an opt-in).
+std::vector<CUfunction> functions_of(CUmodule m, cp::plan const& p, std::string const& who,
+                                     cp::device_info const& dev) {
   std::vector<CUfunction> fns;
   for (auto const& l : p.launches) {
     CUfunction f = nullptr;
@@ -335,24 +426,28 @@ std::vector<CUfunction> functions_of(CUmodule m, cp::plan const& p, std::string 
     cu.cuFuncGetAttribute(&max_threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, f);
     auto differs = [&](char const* what, std::int32_t cubin, int driver) {
       if (cubin >= 0 && cubin != driver)
-        throw request_failure{cp::status::attribute_mismatch,
-                              who + ": kernel '" + l.kernel + "': the cubin says " + std::to_string(cubin) + " " + what +
-                                  ", the driver " + std::to_string(driver)};
+        throw request_failure{cp::status::attribute_mismatch, who + ": kernel '" + l.kernel + "': the cubin says " +
+                                                                  std::to_string(cubin) + " " + what + ", the driver " +
+                                                                  std::to_string(driver)};
     };
     differs("registers", l.registers, regs);
     differs("bytes of local memory", l.local_bytes, local);
     differs("bytes of static shared memory", l.static_smem, shared);
     const auto threads = l.block[0] * l.block[1] * l.block[2];
     if (threads > max_threads)
-      throw request_failure{cp::status::launch_failed, who + ": kernel '" + l.kernel + "' can run at most " +
-                                                           std::to_string(max_threads) + " threads per block, the plan asks for " +
-                                                           std::to_string(threads)};
-    if (l.smem > 48 * 1024) {
-      const CUresult r = cu.cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(l.smem));
+      throw request_failure{cp::status::launch_failed,
+                            who + ": kernel '" + l.kernel + "' can run at most " + std::to_string(max_threads) +
+                                " threads per block, the plan asks for " + std::to_string(threads)};
+    if (const auto why = outside_device(l, shared, dev); !why.empty())
+      throw request_failure{cp::status::launch_failed, who + ": kernel '" + l.kernel + "': " + why};
+    const std::int64_t without_optin = dev.present ? dev.max_smem_per_block : 48 * 1024;
+    if (shared + l.smem > without_optin) {
+      const CUresult r =
+          cu.cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(l.smem));
       if (r != CUDA_SUCCESS)
         throw request_failure{cp::status::launch_failed, who + ": kernel '" + l.kernel + "' cannot have " +
-                                                             std::to_string(l.smem) + " bytes of dynamic shared memory: " +
-                                                             err_text(r)};
+                                                             std::to_string(l.smem) +
+                                                             " bytes of dynamic shared memory: " + err_text(r)};
     }
     fns.push_back(f);
   }
@@ -398,8 +493,8 @@ void launch_all(cp::plan const& p, std::vector<CUfunction> const& fns, std::vect
       cfg.numAttrs = 1;
       r = cu.cuLaunchKernelEx(&cfg, fns[i], args.data(), nullptr);
     } else {
-      r = cu.cuLaunchKernel(fns[i], u(l.grid[0]), u(l.grid[1]), u(l.grid[2]), u(l.block[0]), u(l.block[1]), u(l.block[2]),
-                            u(l.smem), stream, args.data(), nullptr);
+      r = cu.cuLaunchKernel(fns[i], u(l.grid[0]), u(l.grid[1]), u(l.grid[2]), u(l.block[0]), u(l.block[1]),
+                            u(l.block[2]), u(l.smem), stream, args.data(), nullptr);
     }
     if (r != CUDA_SUCCESS) {
       if (sticky(r)) die(who + ": launching '" + l.kernel + "': " + err_text(r));
@@ -430,6 +525,7 @@ class cuda_worker {
   cuda_worker() {
     die_if(cu.cuEventCreate(&e0_, CU_EVENT_DEFAULT), "cuEventCreate");
     die_if(cu.cuEventCreate(&e1_, CU_EVENT_DEFAULT), "cuEventCreate");
+    dev_ = query_device();
     int sms = 0;
     cu.cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dc_.dev);
     grid_ = std::max(1, sms) * 8;
@@ -498,7 +594,8 @@ class cuda_worker {
   }
 
   void trusted_launch(CUfunction f, void** args, std::string const& what) {
-    const CUresult r = cu.cuLaunchKernel(f, static_cast<unsigned>(grid_), 1, 1, 256, 1, 1, 0, dc_.stream, args, nullptr);
+    const CUresult r =
+        cu.cuLaunchKernel(f, static_cast<unsigned>(grid_), 1, 1, 256, 1, 1, 0, dc_.stream, args, nullptr);
     if (r != CUDA_SUCCESS) {
       if (sticky(r)) die(what + ": " + err_text(r));
       throw request_failure{cp::status::launch_failed, what + ": " + err_text(r)};
@@ -606,7 +703,7 @@ class cuda_worker {
     }
     // Scratch starts as poison: a kernel must write all the scratch it reads.
     for (auto const& b : m.scratch) cu.cuMemsetD32Async(b.p, f32_p1, b.bytes / 4, dc_.stream);
-    const auto fns = functions_of(m.mod, p, who);
+    const auto fns = functions_of(m.mod, p, who, dev_);
     std::vector<CUdeviceptr> ptrs;
     for (auto const p_in : view_) ptrs.push_back(p_in);
     for (auto const& b : outs) ptrs.push_back(b.p);
@@ -639,8 +736,15 @@ class cuda_worker {
       unsigned p1 = dt ? f16_p1 : f32_p1, p2 = dt ? f16_p2 : f32_p2;
       if (!two_runs) p2 = p1;
       CUdeviceptr fp = two_runs ? firsts[k].p : outs[k].p;
-      void* cargs[] = {const_cast<CUdeviceptr*>(&outs[k].p), &fp, const_cast<CUdeviceptr*>(&ref_[k].p), &n, &dt,
-                       &p1, &p2, &bound, &stats_};
+      void* cargs[] = {const_cast<CUdeviceptr*>(&outs[k].p),
+                       &fp,
+                       const_cast<CUdeviceptr*>(&ref_[k].p),
+                       &n,
+                       &dt,
+                       &p1,
+                       &p2,
+                       &bound,
+                       &stats_};
       trusted_launch(k_compare_, cargs, "the comparison");
       std::uint64_t st[12];
       cu.cuMemcpyDtoHAsync(st, stats_, sizeof st, dc_.stream);
@@ -657,38 +761,43 @@ class cuda_worker {
                                   (two_runs ? "first run " : "run ") + when + at(0),
                               idx};
       if (st[1])
-        throw request_failure{cp::status::unwritten,
-                              std::to_string(st[1]) + of + " still hold the poison written before the second run " + when +
-                                  at(1),
-                              idx};
+        throw request_failure{
+            cp::status::unwritten,
+            std::to_string(st[1]) + of + " still hold the poison written before the second run " + when + at(1), idx};
       if (st[2])
-        throw request_failure{cp::status::nonfinite, std::to_string(st[2]) + of + " are NaN or infinite " + when + at(2), idx};
+        throw request_failure{cp::status::nonfinite,
+                              std::to_string(st[2]) + of + " are NaN or infinite " + when + at(2), idx};
       char b[160];
-      std::snprintf(b, sizeof b, " differ from the reference by more than %.6g = atol %.3g + rtol %.3g x max|ref| %.6g ",
-                    bound, q.atol, q.rtol, static_cast<double>(maxref));
+      std::snprintf(b, sizeof b,
+                    " differ from the reference by more than %.6g = atol %.3g + rtol %.3g x max|ref| %.6g ", bound,
+                    q.atol, q.rtol, static_cast<double>(maxref));
       if (st[3]) throw request_failure{cp::status::wrong, std::to_string(st[3]) + of + b + when + at(3), idx};
       if (st[4])
-        throw request_failure{cp::status::nondeterministic,
-                              std::to_string(st[4]) + of + " differ between two runs on the same inputs " + when + at(4), idx};
+        throw request_failure{
+            cp::status::nondeterministic,
+            std::to_string(st[4]) + of + " differ between two runs on the same inputs " + when + at(4), idx};
     }
   }
 
   void verify_inputs(cp::run_request const& q, std::vector<std::uint64_t> const& before, std::string const& when) {
     const auto after = checksums(q);
     for (std::size_t k = 0; k < after.size(); ++k)
-      if (after[k] != before[k]) throw request_failure{cp::status::wrote_input, "input changed " + when, static_cast<std::int32_t>(k)};
+      if (after[k] != before[k])
+        throw request_failure{cp::status::wrote_input, "input changed " + when, static_cast<std::int32_t>(k)};
   }
 
   /// One correctness trial: the candidate twice (different poisons) on the same fresh inputs, inputs
   /// unchanged, then the reference (after the candidate: the candidate cannot have prepared its
   /// buffers) and every element compared.
-  void trial(cp::run_request const& q, std::uint64_t seed, std::vector<cp::input_case> const* c, std::string const& when) {
+  void trial(cp::run_request const& q, std::uint64_t seed, std::vector<cp::input_case> const* c,
+             std::string const& when) {
     set_views(0);
     fill(q, seed, c);
     const auto before = checksums(q);
     poison(out_, q, false);
     run_plan(q.cand, q, out_, "the candidate, first run");
-    for (std::size_t k = 0; k < out_.size(); ++k) cu.cuMemcpyDtoDAsync(first_[k].p, out_[k].p, out_[k].bytes, dc_.stream);
+    for (std::size_t k = 0; k < out_.size(); ++k)
+      cu.cuMemcpyDtoDAsync(first_[k].p, out_[k].p, out_[k].bytes, dc_.stream);
     poison(out_, q, true);
     run_plan(q.cand, q, out_, "the candidate, second run");
     verify_inputs(q, before, "while the candidate ran " + when);
@@ -712,11 +821,13 @@ class cuda_worker {
 
   void check(cp::run_request const& q, worker_context& ctx) {
     for (int t = 0; t < std::max(1, q.trials); ++t) {
-      trial(q, q.seed + static_cast<std::uint64_t>(t) * 0xD1B54A32D192ED03ULL, nullptr, "(trial " + std::to_string(t + 1) + ")");
+      trial(q, q.seed + static_cast<std::uint64_t>(t) * 0xD1B54A32D192ED03ULL, nullptr,
+            "(trial " + std::to_string(t + 1) + ")");
       ctx.heartbeat();
     }
     for (std::size_t i = 0; i < q.cases.size(); ++i) {
-      trial(q, q.seed ^ (0xA24BAED4963EE407ULL * (i + 1)), &q.cases[i], "(adversarial inputs: " + case_text(q.cases[i]) + ")");
+      trial(q, q.seed ^ (0xA24BAED4963EE407ULL * (i + 1)), &q.cases[i],
+            "(adversarial inputs: " + case_text(q.cases[i]) + ")");
       ctx.heartbeat();
     }
   }
@@ -739,8 +850,10 @@ class cuda_worker {
     const auto before = checksums(q);
     const int total = std::max(0, q.warmup) + std::max(1, q.samples);
     std::set<std::int32_t> checked(q.checked_calls.begin(), q.checked_calls.end());
-    if (q.verify_after_timing) checked.insert(total - 1);
-    else checked.clear();
+    if (q.verify_after_timing)
+      checked.insert(total - 1);
+    else
+      checked.clear();
     std::uint64_t pick = q.seed ^ 0x5851F42D4C957F2DULL;
     for (int i = 0; i < total; ++i) {
       for (int k = 0; k < (ab ? 2 : 1); ++k) {
@@ -767,6 +880,7 @@ class cuda_worker {
   }
 
   device_context dc_;
+  cp::device_info dev_;  ///< the limits each launch is checked against
   CUevent e0_ = nullptr, e1_ = nullptr;
   CUmodule trusted_ = nullptr;
   CUfunction k_fill_ = nullptr, k_poison_ = nullptr, k_checksum_ = nullptr, k_maxabs_ = nullptr, k_compare_ = nullptr;
@@ -830,21 +944,26 @@ int sanitize_mode(char const* request_path) {
       std::vector<std::uint16_t> h16;
       std::vector<float> h32;
       for (std::uint64_t i = 0; i < t.count; ++i) {
-        double v = t.distribution == 1 ? 2 * u01() - 1
+        double v = t.distribution == 1   ? 2 * u01() - 1
                    : t.distribution == 2 ? 0.5 + 1.5 * u01()
                                          : std::sqrt(-2 * std::log(u01())) * std::cos(6.283185307179586 * u01());
-        if (t.dtype) h16.push_back(float_to_half_bits(static_cast<float>(v)));
-        else h32.push_back(static_cast<float>(v));
+        if (t.dtype)
+          h16.push_back(float_to_half_bits(static_cast<float>(v)));
+        else
+          h32.push_back(static_cast<float>(v));
       }
       void const* src = t.dtype ? static_cast<void const*>(h16.data()) : static_cast<void const*>(h32.data());
       cu.cuMemcpyHtoDAsync(b.p, src, bytes_of(t), dc.stream);
-      if (cu.cuStreamSynchronize(dc.stream) != CUDA_SUCCESS) throw request_failure{cp::status::bad_request, "copying inputs"};
+      if (cu.cuStreamSynchronize(dc.stream) != CUDA_SUCCESS)
+        throw request_failure{cp::status::bad_request, "copying inputs"};
       bufs.push_back(b);
     }
     for (auto const& t : q.outputs) {
       auto b = alloc(bytes_of(t), "an output", 4);
-      if (t.dtype) cu.cuMemsetD16Async(b.p, static_cast<unsigned short>(f16_p1), t.count, dc.stream);
-      else cu.cuMemsetD32Async(b.p, f32_p1, t.count, dc.stream);
+      if (t.dtype)
+        cu.cuMemsetD16Async(b.p, static_cast<unsigned short>(f16_p1), t.count, dc.stream);
+      else
+        cu.cuMemsetD32Async(b.p, f32_p1, t.count, dc.stream);
       bufs.push_back(b);
     }
     for (auto s : q.cand.scratch) {
@@ -855,7 +974,7 @@ int sanitize_mode(char const* request_path) {
     std::vector<CUdeviceptr> ptrs;
     for (auto const& b : bufs) ptrs.push_back(b.p);
     CUmodule m = load_module(q.cand.cubin);
-    const auto fns = functions_of(m, q.cand, "the candidate");
+    const auto fns = functions_of(m, q.cand, "the candidate", query_device());
     launch_all(q.cand, fns, ptrs, q.dims, dc.stream, "the candidate");
     const CUresult r = cu.cuStreamSynchronize(dc.stream);
     if (r != CUDA_SUCCESS) {
@@ -903,13 +1022,16 @@ int main(int argc, char** argv) {
   if (argc >= 3 && std::string_view(argv[1]) == "--serve" && std::string_view(argv[2]) == cp::role) {
     cuda_worker* w = nullptr;
     return serve_requests(cp::role, [&w](std::uint32_t type, std::string_view body, worker_context& ctx) {
-      if (!w) w = new cuda_worker();  // the context is created on the first request, after hello
+      // The device's limits need no context (and answer "no device" on a machine without one).
+      if (type == static_cast<std::uint32_t>(cp::request::device)) return cp::encode(query_device());
+      if (!w) w = new cuda_worker();  // the context is created on the first check or time request
       return w->handle(type, body, ctx);
     });
   }
-  std::fprintf(stderr,
-               "kernelbrain-cuda-worker: runs CUDA candidates for KernelBrain's CUDA evaluator, which starts it.\n"
-               "  usage: kernelbrain-cuda-worker --serve cuda | --compile SRC OUT.cubin [OPTS...] | --sanitize REQUEST\n"
-               "         | --exec [--as=BYTES] [--cpu=SECONDS] [--fsize=BYTES] -- PROGRAM ARGS... | --version\n");
+  std::fprintf(
+      stderr,
+      "kernelbrain-cuda-worker: runs CUDA candidates for KernelBrain's CUDA evaluator, which starts it.\n"
+      "  usage: kernelbrain-cuda-worker --serve cuda | --compile SRC OUT.cubin [OPTS...] | --sanitize REQUEST\n"
+      "         | --exec [--as=BYTES] [--cpu=SECONDS] [--fsize=BYTES] -- PROGRAM ARGS... | --version\n");
   return 2;
 }

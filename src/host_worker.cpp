@@ -29,14 +29,15 @@
 #include <thread>
 #include <typeinfo>
 #include <vector>
+#include "kernelbrain/detail/host_protocol.hpp"
 #include "kernelbrain/detail/process_supervision.hpp"
 #include "kernelbrain/evaluate/host_abi.h"
-#include "kernelbrain/evaluate/host_protocol.hpp"
 
 namespace {
 
 using namespace kernelbrain;
-namespace hp = kernelbrain::host_protocol;
+using namespace kernelbrain::detail;  // the worker side of the wire protocol
+namespace hp = kernelbrain::detail::host_protocol;
 using clock_type = std::chrono::steady_clock;
 
 // ---- --serve: the request loop ------------------------------------------------------------------------

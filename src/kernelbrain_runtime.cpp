@@ -1,2 +1,3 @@
-// Compiles Boost.JSON and KernelBrain's non-template bodies once, for the kernelbrain::runtime target.
+// The kernelbrain::runtime library: KernelBrain separately compiled (kernelbrain/config.hpp), with
+// Boost.JSON, in this one translation unit.
 #include <kernelbrain/src.hpp>

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <set>
 #include <stdexcept>
@@ -91,8 +92,7 @@ TEST_CASE("conformance: the shipped suite catches what it promises to catch") {
       }
     };
     const auto r = kt::check_conformance(
-        "outside", [](kb::problem const& p) { return kb::default_policies(p).with_generator(outside{}); },
-        quick);
+        "outside", [](kb::problem const& p) { return kb::default_policies(p).with_generator(outside{}); }, quick);
     CHECK(has(r, "outside the catalogue's admitted points"));
   }
   SUBCASE("a shipped strategy passes the quick checks too") {
@@ -349,7 +349,303 @@ TEST_CASE("registry: names, descriptions, options and errors") {
     CHECK_THROWS_AS(r.add("mine", "again", f), kb::error);
     CHECK_THROWS_AS(r.add("", "no name", f), kb::error);
     CHECK_THROWS_AS(r.add("empty", "no factory", nullptr), kb::error);
+    auto typed = [](kb::problem const& p, kb::coarse_to_fine_options const& c) { return kb::default_policies(p, c); };
+    CHECK_THROWS_AS(r.add("mine", "again", kb::coarse_to_fine_options::describe(), typed), kb::error);
+    CHECK_THROWS_AS(r.add("", "no name", kb::coarse_to_fine_options::describe(), typed), kb::error);
     CHECK(r.names() == std::vector<std::string>{"mine"});
+  }
+}
+
+namespace {
+
+/// What a builtin strategy's option must be, as the registry reports it: a value other than the default
+/// that the option accepts, and how to read back the setting from a built composition.
+struct expected_option {
+  std::string name, minimum, fallback, other;
+  std::function<std::string(kb::any_policies&)> in_use;
+};
+
+template <class S>
+S& scheduler_of(kb::any_policies& pol) {
+  auto* s = pol.scheduler.target<S>();
+  REQUIRE(s != nullptr);
+  return *s;
+}
+std::string text(std::size_t v) { return std::to_string(v); }
+std::string text(double v) { return kb::strategy_options::number_text(v); }
+
+std::vector<expected_option> coarse_to_fine_expected() {
+  using c2f = kb::coarse_to_fine_scheduler;
+  return {
+      {"eta", "2", "3", "5", [](auto& p) { return text(scheduler_of<c2f>(p).options().eta); }},
+      {"explore_batch", "1", "8", "3", [](auto& p) { return text(scheduler_of<c2f>(p).options().explore_batch); }},
+      {"mutate_batch", "1", "4", "7", [](auto& p) { return text(scheduler_of<c2f>(p).options().mutate_batch); }},
+      {"final_explore_share", "", "0.1", "0.25",
+       [](auto& p) { return text(scheduler_of<c2f>(p).options().final_explore_share); }},
+      {"stagnation_limit", "", "0", "50",
+       [](auto& p) { return text(scheduler_of<c2f>(p).options().stagnation_limit); }},
+      {"roofline_target", "", "0", "0.8", [](auto& p) { return text(scheduler_of<c2f>(p).options().roofline_target); }},
+  };
+}
+expected_option samples_expected() {
+  return {"samples", "1", "10", "4", [](auto& p) { return std::to_string(p.ladder.rungs()[0].samples); }};
+}
+
+/// Every builtin strategy and the options it must take, in the order the registry lists them.
+std::map<std::string, std::vector<expected_option>> builtin_expected() {
+  using evo = kb::evolution_scheduler;
+  using sha = kb::successive_halving_scheduler;
+  using hb = kb::hyperband_scheduler;
+  using ex = kb::exhaustive_scheduler;
+  auto one_rung = coarse_to_fine_expected();
+  one_rung.push_back(samples_expected());
+  return {
+      {"default", coarse_to_fine_expected()},
+      {"default-no-gate", coarse_to_fine_expected()},
+      {"default-one-rung", one_rung},
+      {"random",
+       {{"population", "1", "16", "5", [](auto& p) { return text(scheduler_of<evo>(p).options().population); }},
+        {"offspring", "1", "8", "6", [](auto& p) { return text(scheduler_of<evo>(p).options().offspring); }},
+        {"tournament", "1", "3", "2", [](auto& p) { return text(scheduler_of<evo>(p).options().tournament); }}}},
+      {"sha",
+       {{"eta", "2", "3", "4", [](auto& p) { return text(scheduler_of<sha>(p).options().eta); }},
+        {"bracket_size", "", "0", "27", [](auto& p) { return text(scheduler_of<sha>(p).options().bracket_size); }},
+        {"explore_batch", "1", "8", "5", [](auto& p) { return text(scheduler_of<sha>(p).options().explore_batch); }}}},
+      {"hyperband",
+       {{"eta", "2", "3", "2", [](auto& p) { return text(scheduler_of<hb>(p).options().eta); }},
+        {"scale", "1", "1", "3", [](auto& p) { return text(scheduler_of<hb>(p).options().scale); }},
+        {"explore_batch", "1", "8", "4", [](auto& p) { return text(scheduler_of<hb>(p).options().explore_batch); }}}},
+      {"exhaustive",
+       {samples_expected(),
+        {"batch", "1", "16", "9", [](auto& p) { return text(scheduler_of<ex>(p).options().batch); }}}},
+  };
+}
+
+}  // namespace
+
+TEST_CASE("registry: each builtin strategy's declared options are exactly what it reads") {
+  const auto reg = kb::builtin_strategies();
+  const kb::synthetic_landscape land;
+  auto const& prob = land.get_problem();
+  const auto expected = builtin_expected();
+  {
+    std::vector<std::string> names;
+    for (auto const& [n, opts] : expected) names.push_back(n);
+    CHECK(reg.names() == names);  // a new builtin strategy needs its expected options here
+  }
+
+  for (auto const& [name, opts] : expected) {
+    INFO("strategy: " << name);
+    REQUIRE(reg.declares_options(name));
+    const auto info = reg.options(name);
+
+    // Names, minimums and defaults as declared, in order; the description lists them once.
+    REQUIRE(info.size() == opts.size());
+    std::string list;
+    for (std::size_t i = 0; i < opts.size(); ++i) {
+      INFO("option: " << opts[i].name);
+      CHECK(info[i].name == opts[i].name);
+      CHECK(info[i].minimum == opts[i].minimum);
+      CHECK(info[i].fallback == opts[i].fallback);
+      CHECK_FALSE(info[i].help.empty());
+      CHECK(reg.help(name).find("  " + info[i].line() + "\n") != std::string::npos);
+      list += (list.empty() ? "" : ", ") + opts[i].name;
+    }
+    const std::string suffix = " (options: " + list + ")";
+    auto const& desc = reg.description(name);
+    REQUIRE(desc.size() > suffix.size());
+    CHECK(desc.substr(desc.size() - suffix.size()) == suffix);
+    CHECK(desc.find("options:") == desc.size() - suffix.size() + 2);  // listed once, by the registry
+
+    // Without options every setting is its default; with every option set, every setting changes.
+    auto plain = reg.make(name, prob);
+    kb::strategy_options all;
+    for (auto const& o : opts) {
+      INFO("option: " << o.name);
+      CHECK(o.in_use(plain) == o.fallback);
+      REQUIRE(o.other != o.fallback);
+      all.set(o.name, o.other);
+    }
+    const auto before = all.values;
+    auto set = reg.make(name, prob, all);
+    CHECK(all.values == before);  // the journal's canonical strategy text is built from these
+    for (auto const& o : opts) {
+      INFO("option: " << o.name);
+      CHECK(o.in_use(set) == o.other);
+      // Each option alone reaches its own setting and no other.
+      auto one = reg.make(name, prob, {{o.name, o.other}});
+      for (auto const& q : opts) CHECK(q.in_use(one) == (q.name == o.name ? o.other : q.fallback));
+    }
+
+    // Below the minimum, negative, or not a number: refused, naming the option.
+    for (auto const& o : opts) {
+      INFO("option: " << o.name);
+      if (!o.minimum.empty()) {
+        const auto min = std::stoull(o.minimum);
+        auto at_min = reg.make(name, prob, {{o.name, o.minimum}});
+        CHECK(o.in_use(at_min) == o.minimum);
+        if (min > 0)
+          CHECK_THROWS_WITH_AS((void)reg.make(name, prob, {{o.name, std::to_string(min - 1)}}),
+                               doctest::Contains(("'" + o.name + "' is '" + std::to_string(min - 1) +
+                                                  "', which is not an integer of at least " + o.minimum)
+                                                     .c_str()),
+                               kb::error);
+      }
+      // Every integer option is a count (never negative); the two fractions have no declared minimum.
+      if (o.name == "final_explore_share" || o.name == "roofline_target")
+        CHECK_NOTHROW((void)reg.make(name, prob, {{o.name, "-1"}}));
+      else
+        CHECK_THROWS_WITH_AS(
+            (void)reg.make(name, prob, {{o.name, "-1"}}),
+            doctest::Contains(("'" + o.name + "' is '-1', which is not a non-negative integer").c_str()), kb::error);
+      CHECK_THROWS_WITH_AS((void)reg.make(name, prob, {{o.name, "many"}}), doctest::Contains("which is not a"),
+                           kb::error);
+    }
+
+    // An unknown option is refused, naming it and every option the strategy takes.
+    try {
+      (void)reg.make(name, prob, {{"colour", "blue"}, {opts.front().name, opts.front().other}});
+      FAIL("no exception");
+    } catch (kb::error const& e) {
+      const std::string what = e.what();
+      CHECK(what.find("'colour'") != std::string::npos);
+      CHECK(what.find("options are " + list) != std::string::npos);
+    }
+  }
+}
+
+namespace {
+
+// A user's own strategy: an options struct of every supported member type, declared once.
+struct toy_options {
+  std::size_t batch = 8;
+  int offset = -2;
+  double bias = 0.5;
+  bool greedy = false;
+  std::string label = "toy";
+  unsigned char small = 7;
+
+  static kb::option_table<toy_options> describe() {
+    return kb::option_table<toy_options>{}
+        .add("batch", &toy_options::batch, 1, "candidates per request")
+        .add("offset", &toy_options::offset, -5, "a signed setting")
+        .add("bias", &toy_options::bias, 0.0, "chance of mutating")
+        .add("greedy", &toy_options::greedy, "always mutate the incumbent")
+        .add("label", &toy_options::label, "free text")
+        .add("small", &toy_options::small, "a narrow integer");
+  }
+};
+struct toy_ladder_options {
+  std::size_t samples = 3;
+  static kb::option_table<toy_ladder_options> describe() {
+    return kb::option_table<toy_ladder_options>{}.add("samples", &toy_ladder_options::samples, 1, "samples");
+  }
+};
+
+}  // namespace
+
+TEST_CASE("registry: a user strategy declares its options with an option_table") {
+  const kb::synthetic_landscape land;
+  auto const& prob = land.get_problem();
+
+  SUBCASE("the table reads every member type, with defaults, minimums and ranges") {
+    const auto t = toy_options::describe();
+    CHECK(t.names() == std::vector<std::string>{"batch", "offset", "bias", "greedy", "label", "small"});
+    const auto d = t.read({});
+    CHECK(d.batch == 8);
+    CHECK(d.offset == -2);
+    CHECK(d.label == "toy");
+    const auto r = t.read(
+        {{"batch", "3"}, {"offset", "-5"}, {"bias", "0.25"}, {"greedy", "yes"}, {"label", "x y"}, {"small", "255"}});
+    CHECK(r.batch == 3);
+    CHECK(r.offset == -5);
+    CHECK(r.bias == doctest::Approx(0.25));
+    CHECK(r.greedy);
+    CHECK(r.label == "x y");
+    CHECK(r.small == 255);
+    CHECK_THROWS_WITH_AS((void)t.read({{"batch", "0"}}), doctest::Contains("at least 1"), kb::error);
+    CHECK_THROWS_WITH_AS((void)t.read({{"offset", "-6"}}), doctest::Contains("at least -5"), kb::error);
+    CHECK_THROWS_WITH_AS((void)t.read({{"bias", "-0.5"}}), doctest::Contains("a number of at least 0"), kb::error);
+    CHECK_THROWS_WITH_AS((void)t.read({{"greedy", "maybe"}}), doctest::Contains("true or false"), kb::error);
+    CHECK_THROWS_WITH_AS((void)t.read({{"small", "256"}}), doctest::Contains("at most 255"), kb::error);
+
+    const auto info = t.info();
+    REQUIRE(info.size() == 6);
+    CHECK(info[0].accepts == "an integer of at least 1");
+    CHECK(info[1].accepts == "an integer of at least -5");
+    CHECK(info[1].fallback == "-2");
+    CHECK(info[2].accepts == "a number of at least 0");
+    CHECK(info[2].fallback == "0.5");
+    CHECK(info[3].accepts == "true or false");
+    CHECK(info[3].fallback == "false");
+    CHECK(info[3].minimum.empty());
+    CHECK(info[4].fallback == "toy");
+    CHECK(info[5].accepts == "a non-negative integer");
+    CHECK(info[0].line() == "batch: candidates per request [an integer of at least 1, default 8]");
+  }
+
+  SUBCASE("declaration errors") {
+    auto twice = [] {
+      return kb::option_table<toy_ladder_options>{}
+          .add("samples", &toy_ladder_options::samples, "samples")
+          .add("samples", &toy_ladder_options::samples, "again");
+    };
+    CHECK_THROWS_WITH_AS((void)twice(), doctest::Contains("declared twice"), kb::error);
+    CHECK_THROWS_AS((void)kb::option_table<toy_ladder_options>{}.add("", &toy_ladder_options::samples, "no name"),
+                    kb::error);
+    CHECK_THROWS_AS((void)kb::option_table<toy_ladder_options>{}.add("a=b", &toy_ladder_options::samples, "bad"),
+                    kb::error);
+    const auto clash = kb::option_table<toy_options>{}.add("samples", &toy_options::batch, "clash");
+    CHECK_THROWS_WITH_AS((void)kb::option_table(clash, toy_ladder_options::describe()), doctest::Contains("'samples'"),
+                         kb::error);
+  }
+
+  SUBCASE("registered: described, read into the factory's structs, unknown options refused") {
+    kb::strategy_registry r;
+    toy_options got;
+    std::size_t got_samples = 0;
+    r.add("toy", "a toy strategy", kb::option_table(toy_options::describe(), toy_ladder_options::describe()),
+          [&](kb::problem const& p, toy_options const& o, toy_ladder_options const& l) {
+            got = o;
+            got_samples = l.samples;
+            return kb::default_policies(p);  // a concrete composition: the registry erases it
+          });
+    r.add("bare", "takes nothing", kb::option_table<>{}, [](kb::problem const& p) { return kb::default_policies(p); });
+
+    CHECK(r.description("toy") == "a toy strategy (options: batch, offset, bias, greedy, label, small, samples)");
+    CHECK(r.description("bare") == "takes nothing");
+    CHECK(r.options("toy").size() == 7);
+    CHECK(r.help("toy").find("  samples: samples [an integer of at least 1, default 3]\n") != std::string::npos);
+    CHECK(r.help("bare") == "  (no options)\n");
+
+    (void)r.make("toy", prob, kb::strategy_options::parse("batch=2, greedy=on, samples=9"));
+    CHECK(got.batch == 2);
+    CHECK(got.greedy);
+    CHECK(got.offset == -2);
+    CHECK(got_samples == 9);
+
+    CHECK_THROWS_WITH_AS((void)r.make("toy", prob, {{"bacth", "2"}}),
+                         doctest::Contains("'bacth' (check the spelling); its options are batch, offset, bias, "
+                                           "greedy, label, small, samples"),
+                         kb::error);
+    CHECK_THROWS_WITH_AS((void)r.make("bare", prob, {{"batch", "2"}}), doctest::Contains("it takes no options"),
+                         kb::error);
+    CHECK_THROWS_WITH_AS((void)r.make("toy", prob, {{"samples", "0"}}), doctest::Contains("at least 1"), kb::error);
+  }
+
+  SUBCASE("a factory reading strategy_options itself still has its unread options refused") {
+    kb::strategy_registry r;
+    r.add("legacy", "reads its own", [](kb::problem const& p, kb::strategy_options const& o) {
+      kb::coarse_to_fine_options c;
+      c.eta = o.get_size("eta", c.eta, 2);
+      return kb::erase(kb::default_policies(p, c));
+    });
+    CHECK_FALSE(r.declares_options("legacy"));
+    CHECK(r.options("legacy").empty());
+    CHECK(r.description("legacy") == "reads its own");
+    (void)r.make("legacy", prob, {{"eta", "4"}});
+    CHECK_THROWS_WITH_AS((void)r.make("legacy", prob, {{"etaa", "4"}}), doctest::Contains("does not use option 'etaa'"),
+                         kb::error);
   }
 }
 
@@ -363,7 +659,7 @@ TEST_CASE("exhaustive_generator: every admitted point once, families interleaved
     kb::budget_meter meter;
     kb::baseline base;
     std::vector<kb::rung> rungs{kb::rung{}};
-    kb::search_history h(prob, rungs, base, meter);
+    kb::detail::search_history h(prob, rungs, base, meter);
     kb::exhaustive_generator g;
     g.reseed(seed);
     std::vector<kb::candidate> all;

@@ -43,7 +43,8 @@ TEST_CASE("rng is reproducible and well-formed") {
     REQUIRE(u < 1.0);
     REQUIRE(a.below(7) < 7);
     const double z = a.normal();
-    sum += z; sq += z * z;
+    sum += z;
+    sq += z * z;
   }
   CHECK(std::abs(sum / n) < 0.05);
   CHECK(std::abs(sq / n - 1.0) < 0.05);
@@ -61,8 +62,10 @@ TEST_CASE("integer expressions") {
   CHECK(evaluate_expression("pow2(BLOCK) && !pow2(12)", look) == 1);
   CHECK(evaluate_expression("-VEC % 3", look) == -1);
   CHECK(evaluate_expression("VEC == 4 || BLOCK == 1", look) == 1);
-  CHECK_THROWS_WITH_AS((void)evaluate_expression("BLOCK * WARPS", look), doctest::Contains("unknown symbol 'WARPS'"), error);
-  CHECK_THROWS_WITH_AS((void)evaluate_expression("BLOCK / (VEC - 4)", look), doctest::Contains("division by zero"), error);
+  CHECK_THROWS_WITH_AS((void)evaluate_expression("BLOCK * WARPS", look), doctest::Contains("unknown symbol 'WARPS'"),
+                       error);
+  CHECK_THROWS_WITH_AS((void)evaluate_expression("BLOCK / (VEC - 4)", look), doctest::Contains("division by zero"),
+                       error);
   CHECK_THROWS_WITH_AS((void)evaluate_expression("BLOCK * ", look), doctest::Contains("column"), error);
   CHECK_THROWS_AS((void)evaluate_expression("(BLOCK", look), error);
   CHECK_THROWS_AS((void)evaluate_expression("BLOCK 4", look), error);
@@ -109,13 +112,15 @@ TEST_CASE("integer expressions: arithmetic is checked and every fault is a typed
   CHECK(expression_error("MIN % -1", look) ==
         "expression \"MIN % -1\": overflow: -9223372036854775808 % -1 is outside the 64-bit range at column 5");
   CHECK(expression_error("1 + 9223372036854775807") ==
-        "expression \"1 + 9223372036854775807\": overflow: 1 + 9223372036854775807 is outside the 64-bit range at column 3");
-  for (char const* t : {"MAX + 1", "MIN - 1", "-MIN", "- MIN", "MIN * -1", "-1 * MIN", "3037000500 * 3037000500",
-                        "4611686018427387904 * 2", "-4611686018427387905 * 2", "ceil_div(MIN, -1)", "9223372036854775808",
-                        "-9223372036854775808", "99999999999999999999999999999", "MAX + 1 - 1", "0 * (MAX + 1)"})
+        "expression \"1 + 9223372036854775807\": overflow: 1 + 9223372036854775807 is outside the 64-bit range at "
+        "column 3");
+  for (char const* t :
+       {"MAX + 1", "MIN - 1", "-MIN", "- MIN", "MIN * -1", "-1 * MIN", "3037000500 * 3037000500",
+        "4611686018427387904 * 2", "-4611686018427387905 * 2", "ceil_div(MIN, -1)", "9223372036854775808",
+        "-9223372036854775808", "99999999999999999999999999999", "MAX + 1 - 1", "0 * (MAX + 1)"})
     CHECK_MESSAGE(expression_error(t, look).find("overflow") != std::string::npos, t);
-  CHECK(expression_error("9223372036854775808").find("the literal 9223372036854775808 is outside the 64-bit range at column 1") !=
-        std::string::npos);
+  CHECK(expression_error("9223372036854775808")
+            .find("the literal 9223372036854775808 is outside the 64-bit range at column 1") != std::string::npos);
   // Division by zero for each division.
   for (char const* t : {"N / 0", "N % 0", "ceil_div(N, 0)", "N / (N - 1000)", "MIN % 0"})
     CHECK_MESSAGE(expression_error(t, look).find("division by zero") != std::string::npos, t);
@@ -166,13 +171,15 @@ TEST_CASE("integer expressions: nesting and length are bounded") {
   CHECK(evaluate_expression(repeat("!", 63) + "0", none) == 1);
   CHECK(evaluate_expression(repeat("min(1, ", 64) + "7" + repeat(")", 64), none) == 1);
   CHECK(evaluate_expression(repeat("-(", 32) + "7" + repeat(")", 32), none) == 7);
-  CHECK(expression_error(repeat("(", 65) + "7" + repeat(")", 65)).find(
-            "nesting depth exceeds 64 (parentheses, function arguments and unary operators) at column 65") !=
+  CHECK(expression_error(repeat("(", 65) + "7" + repeat(")", 65))
+            .find("nesting depth exceeds 64 (parentheses, function arguments and unary operators) at column 65") !=
         std::string::npos);
   CHECK(expression_error(repeat("-", 65) + "7").find("nesting depth exceeds 64") != std::string::npos);
   CHECK(expression_error(repeat("!", 65) + "7").find("nesting depth exceeds 64") != std::string::npos);
-  CHECK(expression_error(repeat("max(1, ", 65) + "7" + repeat(")", 65)).find("nesting depth exceeds 64") != std::string::npos);
-  CHECK(expression_error(repeat("-(", 33) + "7" + repeat(")", 33)).find("nesting depth exceeds 64") != std::string::npos);
+  CHECK(expression_error(repeat("max(1, ", 65) + "7" + repeat(")", 65)).find("nesting depth exceeds 64") !=
+        std::string::npos);
+  CHECK(expression_error(repeat("-(", 33) + "7" + repeat(")", 33)).find("nesting depth exceeds 64") !=
+        std::string::npos);
   // 200 deep (the issue's case), and deep without the closing parentheses: depth, not a stack overflow.
   const auto deep = expression_error(repeat("(", 200) + "1" + repeat(")", 200));
   CHECK(deep.find("depth") != std::string::npos);
@@ -221,8 +228,7 @@ TEST_CASE("parameters and parameter spaces") {
   CHECK(distinct.size() == 12);
 
   parameter_space huge;  // 10^20 points: saturates instead of wrapping, and validate() says so
-  for (int i = 0; i < 20; ++i)
-    huge.params.push_back({"P" + std::to_string(i), {0, 1, 2, 3, 4, 5, 6, 7, 8, 9}});
+  for (int i = 0; i < 20; ++i) huge.params.push_back({"P" + std::to_string(i), {0, 1, 2, 3, 4, 5, 6, 7, 8, 9}});
   CHECK(huge.cardinality() == UINT64_MAX);
   CHECK_THROWS_WITH_AS(huge.validate("hint 'big'"), doctest::Contains("2^64"), error);
 

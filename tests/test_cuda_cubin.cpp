@@ -8,17 +8,18 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
-#include <string>
 #include <kernelbrain/core/candidate.hpp>
 #include <kernelbrain/core/rng.hpp>
+#include <kernelbrain/detail/worker_process.hpp>
 #include <kernelbrain/evaluate/cubin.hpp>
 #include <kernelbrain/evaluate/cuda.hpp>
-#include <kernelbrain/evaluate/worker_process.hpp>
 #include <kernelbrain/io/problem_loader.hpp>
+#include <sstream>
+#include <string>
 #include "temp_dir.hpp"
 
 using namespace kernelbrain;
+using namespace kernelbrain::detail;  // these tests reach the process and wire plumbing
 namespace fs = std::filesystem;
 
 namespace {
@@ -57,9 +58,10 @@ TEST_CASE("cubin: read_cubin agrees with the ptxas report on cubins NVRTC made h
   temp_dir d("agree");
   std::ofstream(d.path / "k.cu") << kernels_source;
   for (std::string arch : {"sm_90", "sm_90a", "sm_80"}) {
-    const auto r = run_captured({find_cuda_worker(), "--compile", (d.path / "k.cu").string(), (d.path / (arch + ".cubin")).string(),
-                                 "--gpu-architecture=" + arch, "-default-device", "--std=c++17"},
-                                std::chrono::milliseconds(120000));
+    const auto r = run_captured(
+        {find_cuda_worker(), "--compile", (d.path / "k.cu").string(), (d.path / (arch + ".cubin")).string(),
+         "--gpu-architecture=" + arch, "-default-device", "--std=c++17"},
+        std::chrono::milliseconds(120000));
     INFO(arch, ": ", r.output);
     REQUIRE(r.succeeded());
     const auto info = read_cubin_file((d.path / (arch + ".cubin")).string());
@@ -136,7 +138,8 @@ TEST_CASE("cuda backend: a kernel compiled before is found from its cubin when t
   CHECK(second->registers > 0);
   // A launch plan naming a kernel the source lacks is still a signature reject naming the entry points.
   auto wrong = c;
-  wrong.launch = R"({"launches": [{"kernel": "nope", "grid": ["R", "1", "1"], "block": ["256", "1", "1"], "smem": "0", "args": ["x", "y", "R", "C"]}]})";
+  wrong.launch =
+      R"({"launches": [{"kernel": "nope", "grid": ["R", "1", "1"], "block": ["256", "1", "1"], "smem": "0", "args": ["x", "y", "R", "C"]}]})";
   wrong.seal();
   const auto w = again.build(wrong);
   CHECK(w.where == stage::signature);
@@ -150,8 +153,8 @@ TEST_CASE("cubin: bytes that are not a well-formed cubin are an error, never a c
 #else
   temp_dir d("mutate");
   std::ofstream(d.path / "k.cu") << kernels_source;
-  const auto r = run_captured({find_cuda_worker(), "--compile", (d.path / "k.cu").string(), (d.path / "k.cubin").string(),
-                               "--gpu-architecture=sm_90", "-default-device"},
+  const auto r = run_captured({find_cuda_worker(), "--compile", (d.path / "k.cu").string(),
+                               (d.path / "k.cubin").string(), "--gpu-architecture=sm_90", "-default-device"},
                               std::chrono::milliseconds(120000));
   REQUIRE(r.succeeded());
   const auto image = slurp(d.path / "k.cubin");
@@ -248,8 +251,9 @@ TEST_CASE("compute-sanitizer output becomes a typed verdict") {
   v = sanitizer_verdict("racecheck", false, exited(86), race, 60);
   CHECK(v.where == stage::sanitizer);
   CHECK(v.detail.find("Race reported") != std::string::npos);
-  CHECK(sanitizer_verdict("racecheck", false, exited(0),
-                          "kernelbrain-sanitize: ok\n========= RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 warnings)\n", 60)
+  CHECK(sanitizer_verdict(
+            "racecheck", false, exited(0),
+            "kernelbrain-sanitize: ok\n========= RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 warnings)\n", 60)
             .where == stage::pass);
   // Racecheck's warnings (possibly benign hazards) set the error exit code but are no error.
   const std::string warning_only =
@@ -260,7 +264,8 @@ TEST_CASE("compute-sanitizer output becomes a typed verdict") {
       "========= RACECHECK SUMMARY: 1 hazard displayed (0 errors, 1 warning)\n";
   CHECK(sanitizer_verdict("racecheck", false, exited(86), warning_only, 60).where == stage::pass);
   // ...but not for another tool, nor when the candidate did not finish.
-  CHECK(sanitizer_verdict("racecheck", false, exited(86), "========= RACECHECK SUMMARY: 1 hazard displayed (0 errors, 1 warning)\n", 60)
+  CHECK(sanitizer_verdict("racecheck", false, exited(86),
+                          "========= RACECHECK SUMMARY: 1 hazard displayed (0 errors, 1 warning)\n", 60)
             .where != stage::pass);
   v = sanitizer_verdict("synccheck", false, exited(86), "kernelbrain-sanitize: ok\n", 60);
   CHECK(v.detail.find("synccheck reported errors") != std::string::npos);
@@ -268,12 +273,15 @@ TEST_CASE("compute-sanitizer output becomes a typed verdict") {
   CHECK(v.where == stage::sanitizer);
   CHECK(v.detail.find("180 s") != std::string::npos);
   // The candidate failing under the tool without a report is still the candidate's doing...
-  CHECK(sanitizer_verdict("memcheck", false, exited(1), "kernelbrain-sanitize: the candidate failed: CUDA_ERROR_LAUNCH_FAILED\n", 60)
+  CHECK(sanitizer_verdict("memcheck", false, exited(1),
+                          "kernelbrain-sanitize: the candidate failed: CUDA_ERROR_LAUNCH_FAILED\n", 60)
             .where == stage::sanitizer);
-  CHECK(sanitizer_verdict("memcheck", false, exited(70), "kernelbrain-cuda-worker: sticky CUDA error: ...\n", 60).where ==
-        stage::sanitizer);
+  CHECK(
+      sanitizer_verdict("memcheck", false, exited(70), "kernelbrain-cuda-worker: sticky CUDA error: ...\n", 60).where ==
+      stage::sanitizer);
   // ...but a tool that never ran the candidate is the evaluator's problem, not a verdict against it.
-  v = sanitizer_verdict("memcheck", false, exited(1), "========= Error: Target application terminated before first instrumented API call\n", 60);
+  v = sanitizer_verdict("memcheck", false, exited(1),
+                        "========= Error: Target application terminated before first instrumented API call\n", 60);
   CHECK(v.where == stage::infrastructure);
   CHECK(sanitizer_verdict("memcheck", false, exited(0), "", 60).where == stage::infrastructure);
 }

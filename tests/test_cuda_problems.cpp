@@ -3,17 +3,17 @@
 // are accepted and kept, and a misspelt CUDA field is still an error. No GPU and no CUDA needed.
 #include <doctest/doctest.h>
 
-#include <boost/json/parse.hpp>
 #include <unistd.h>
+#include <boost/json/parse.hpp>
 
 #include <filesystem>
 #include <fstream>
-#include <sstream>
-#include <string>
-#include <vector>
 #include <kernelbrain/core/error.hpp>
 #include <kernelbrain/defaults/multi_rung_ladder.hpp>
 #include <kernelbrain/io/problem_loader.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
 
 namespace fs = std::filesystem;
 using namespace kernelbrain;
@@ -97,8 +97,7 @@ TEST_CASE("the standard ladder times benchmark shapes, and --focus narrows a pro
 
   const auto big = focused_on(p, {"4096x393216"});
   CHECK(big.shapes.size() == p.shapes.size() - 2);  // the two other benchmark shapes are gone
-  for (auto const& s : big.shapes)
-    CHECK((s.tier == "smoke" || s.tier == "odd" || s.name == "4096x393216"));
+  for (auto const& s : big.shapes) CHECK((s.tier == "smoke" || s.tier == "odd" || s.name == "4096x393216"));
   const auto ladder = multi_rung_ladder::standard(big);
   CHECK(names(big, ladder.rungs()[0].shapes) == std::vector<std::string>{"4096x393216"});
   CHECK(names(big, ladder.rungs()[1].shapes) == std::vector<std::string>{"4096x393216"});

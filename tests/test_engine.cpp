@@ -102,17 +102,35 @@ TEST_CASE("events are ordered and consistent") {
     REQUIRE(e.seq == last_seq + 1);
     last_seq = e.seq;
     switch (e.kind) {
-      case event_kind::proposed: REQUIRE_FALSE(stage_of.contains(e.id)); stage_of[e.id] = 0; break;
+      case event_kind::proposed:
+        REQUIRE_FALSE(stage_of.contains(e.id));
+        stage_of[e.id] = 0;
+        break;
       case event_kind::dispatched:
         REQUIRE(stage_of.contains(e.id));
         REQUIRE_FALSE(rejected.contains(e.id));
         stage_of[e.id] = 1;
         break;
-      case event_kind::measured: REQUIRE(stage_of[e.id] == 1); REQUIRE(e.value); ++measured; break;
-      case event_kind::rejected: REQUIRE(stage_of[e.id] == 1); REQUIRE_FALSE(e.result.passed()); rejected.insert(e.id); ++rejected_events; break;
-      case event_kind::promoted: REQUIRE(e.rung >= 1); ++promoted; break;
-      case event_kind::new_best: REQUIRE_FALSE(rejected.contains(e.id)); break;
-      default: break;
+      case event_kind::measured:
+        REQUIRE(stage_of[e.id] == 1);
+        REQUIRE(e.value);
+        ++measured;
+        break;
+      case event_kind::rejected:
+        REQUIRE(stage_of[e.id] == 1);
+        REQUIRE_FALSE(e.result.passed());
+        rejected.insert(e.id);
+        ++rejected_events;
+        break;
+      case event_kind::promoted:
+        REQUIRE(e.rung >= 1);
+        ++promoted;
+        break;
+      case event_kind::new_best:
+        REQUIRE_FALSE(rejected.contains(e.id));
+        break;
+      default:
+        break;
     }
   }
   CHECK(rec.events.back().kind == event_kind::stopped);
@@ -156,9 +174,8 @@ TEST_CASE("a scheduler that misbehaves gets a clear error or a clean stop") {
   synthetic_evaluator ev(landscape());
   auto base = default_policies(p);
   SUBCASE("unknown candidate") {
-    auto pol = std::move(base).with_scheduler(scripted_scheduler{[](search_view const&) -> action {
-      return evaluate(candidate_id{12345}, 0);
-    }});
+    auto pol = std::move(base).with_scheduler(
+        scripted_scheduler{[](search_view const&) -> action { return evaluate(candidate_id{12345}, 0); }});
     CHECK_THROWS_WITH_AS(search(p, std::move(pol), ev), doctest::Contains("unknown candidate"), error);
   }
   SUBCASE("rung outside the ladder") {
@@ -213,7 +230,9 @@ struct forwarding_evaluator : evaluator {
   verdict check(candidate const& c, std::span<std::size_t const> s, int t, std::uint64_t seed) override {
     return inner.check(c, s, t, seed);
   }
-  measurement measure(candidate const& c, rung const& r, measure_request const& q) override { return inner.measure(c, r, q); }
+  measurement measure(candidate const& c, rung const& r, measure_request const& q) override {
+    return inner.measure(c, r, q);
+  }
   baseline measure_baseline(problem const& p) override { return inner.measure_baseline(p); }
   double take_device_seconds() override { return inner.take_device_seconds(); }
 };
@@ -223,7 +242,10 @@ struct too_fast_evaluator final : forwarding_evaluator {
   measurement measure(candidate const& c, rung const& r, measure_request const& q) override {
     auto m = inner.measure(c, r, q);
     if (c.params.at("BLOCK") == 64) {
-      for (auto& t : m.timings) { for (auto& s : t.samples) s = 1e-9; t.summarise(); }
+      for (auto& t : m.timings) {
+        for (auto& s : t.samples) s = 1e-9;
+        t.summarise();
+      }
     }
     if (c.params.at("BLOCK") == 128 && c.params.at("VEC") == 2) throw std::runtime_error("device lost");
     return m;
@@ -286,8 +308,9 @@ TEST_CASE("generation and evaluation overlap, each policy is called from one thr
   auto const& p = landscape().get_problem();
   synthetic_evaluator ev(landscape());
   std::set<std::thread::id> gate_threads, generator_threads;
-  auto pol = default_policies(p).with_generator(slow_generator{{}, &generator_threads}).with_gate(
-      watching_gate{policy_gate::for_problem(p), &gate_threads});
+  auto pol = default_policies(p)
+                 .with_generator(slow_generator{{}, &generator_threads})
+                 .with_gate(watching_gate{policy_gate::for_problem(p), &gate_threads});
   search_options o;
   o.limits.evaluations = 120;
   o.max_in_flight = 6;
@@ -297,8 +320,8 @@ TEST_CASE("generation and evaluation overlap, each policy is called from one thr
   CHECK(gate_threads.size() == 1);
   CHECK(generator_threads.size() == 1);
   CHECK(generator_threads.count(std::this_thread::get_id()) == 1);  // generation is on the calling thread
-  CHECK(gate_threads.count(std::this_thread::get_id()) == 0);  // the gate runs on the evaluation plane
-  CHECK(overlaps > 0);  // evaluations ran while the generator was busy
+  CHECK(gate_threads.count(std::this_thread::get_id()) == 0);       // the gate runs on the evaluation plane
+  CHECK(overlaps > 0);                                              // evaluations ran while the generator was busy
 }
 
 namespace {
@@ -398,7 +421,7 @@ mutation_probe first_mutations(double payoff) {
   budget_meter meter;
   baseline base;
   std::vector<rung> rungs{rung{}};
-  search_history h(p, rungs, base, meter);
+  detail::search_history h(p, rungs, base, meter);
   expert_generator g;
   g.reseed(5);
   auto add_scored = [&](candidate const& c, double speedup) {
@@ -446,10 +469,10 @@ mutation_probe first_mutations(double payoff) {
 }  // namespace
 
 TEST_CASE("the expert generator tries first the mutations that paid before, and last those that did not") {
-  const auto paid = first_mutations(2.0);   // the child was twice as fast as its parent
-  CHECK(paid.next_param == paid.param);     // the same move is the first one tried on another parent
+  const auto paid = first_mutations(2.0);  // the child was twice as fast as its parent
+  CHECK(paid.next_param == paid.param);    // the same move is the first one tried on another parent
   CHECK(paid.next_dir == paid.dir);
-  const auto lost = first_mutations(0.5);   // the child was twice as slow
-  CHECK(lost.param == paid.param);          // same seed: the same first move
+  const auto lost = first_mutations(0.5);                                // the child was twice as slow
+  CHECK(lost.param == paid.param);                                       // same seed: the same first move
   CHECK(!(lost.next_param == lost.param && lost.next_dir == lost.dir));  // now not repeated first
 }

@@ -396,7 +396,7 @@ TEST_CASE("host backend: prefetched candidates compile in the background, once e
   const auto forbidden = from_source(corpus("forbidden_include"));
   for (auto const& c : cs) ev.prefetch(c);
   for (auto const& c : cs) ev.prefetch(c);  // a second hint is ignored
-  ev.prefetch(forbidden);                  // the source policy refuses it: never compiled
+  ev.prefetch(forbidden);                   // the source policy refuses it: never compiled
   // Before any build: the four correct candidates' artifacts appear in the cache on their own.
   auto artifacts = [&] {
     std::size_t n = 0;

@@ -1,35 +1,23 @@
 // The JSONL journal: exact round trips, torn and corrupt lines, header checks, overwrite refusal,
-// and resume (in process, and the CLI killed with SIGKILL and resumed).
+// and resume in process. (The CLI killed with SIGKILL and resumed: test_cli.cpp.)
 #include <doctest/doctest.h>
-
-#include <fcntl.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <bit>
-#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
-#include <functional>
 #include <kernelbrain/io/journal.hpp>
 #include <kernelbrain/search.hpp>
 #include <limits>
-#include <map>
 #include <optional>
 #include <set>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
-#include "process_helpers.hpp"
+#include "journal_helpers.hpp"
 #include "temp_dir.hpp"
-
-extern char** environ;
 
 using namespace kernelbrain;
 namespace fs = std::filesystem;
@@ -41,28 +29,15 @@ synthetic_landscape const& land() {
   return l;
 }
 
-using kb_test::temp_dir;
-
+using kb_test::check_same;
+using kb_test::event_signatures;
+using kb_test::lines_of_type;
+using kb_test::outcome_counts;
+using kb_test::same;
 using kb_test::slurp;
-
-void spit(fs::path const& p, std::string const& text) {
-  std::ofstream out(p, std::ios::binary | std::ios::trunc);
-  out << text;
-}
-
-std::vector<std::string> split_lines(std::string const& text) {
-  std::vector<std::string> out;
-  std::size_t start = 0;
-  for (std::size_t nl; (nl = text.find('\n', start)) != std::string::npos; start = nl + 1)
-    out.push_back(text.substr(start, nl - start));
-  return out;
-}
-
-/// Same double to the bit (NaN: any NaN, since JSON keeps no payload).
-bool same(double a, double b) {
-  if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b);
-  return std::bit_cast<std::uint64_t>(a) == std::bit_cast<std::uint64_t>(b);
-}
+using kb_test::spit;
+using kb_test::split_lines;
+using kb_test::temp_dir;
 
 run_header sample_header() {
   return {"synthetic:7", "default", 3, "synthetic/v1/landscape=7", "smoke,screen,confirm/0123456789abcdef"};
@@ -109,53 +84,12 @@ evaluation_outcome rich_outcome() {
   return o;
 }
 
-void check_same(evaluation_outcome const& x, evaluation_outcome const& y) {
-  CHECK(x.id == y.id);
-  CHECK(x.rung == y.rung);
-  CHECK(x.gated == y.gated);
-  CHECK(x.gate == y.gate);
-  CHECK(x.m.result == y.m.result);
-  REQUIRE(x.m.timings.size() == y.m.timings.size());
-  for (std::size_t i = 0; i < x.m.timings.size(); ++i) {
-    auto const& tx = x.m.timings[i];
-    auto const& ty = y.m.timings[i];
-    CHECK(tx.shape == ty.shape);
-    REQUIRE(tx.samples.size() == ty.samples.size());
-    for (std::size_t j = 0; j < tx.samples.size(); ++j) CHECK_MESSAGE(same(tx.samples[j], ty.samples[j]), "sample ", j);
-    CHECK(same(tx.stats.median, ty.stats.median));
-    CHECK(same(tx.stats.low, ty.stats.low));
-    CHECK(same(tx.stats.high, ty.stats.high));
-  }
-  REQUIRE(x.m.res.has_value() == y.m.res.has_value());
-  if (x.m.res) {
-    CHECK(x.m.res->registers == y.m.res->registers);
-    CHECK(x.m.res->spill_bytes == y.m.res->spill_bytes);
-    CHECK(x.m.res->shared_bytes == y.m.res->shared_bytes);
-    CHECK(same(x.m.res->occupancy, y.m.res->occupancy));
-  }
-  REQUIRE(x.m.vs_incumbent.has_value() == y.m.vs_incumbent.has_value());
-  if (x.m.vs_incumbent) {
-    CHECK(x.m.vs_incumbent->incumbent == y.m.vs_incumbent->incumbent);
-    CHECK(same(x.m.vs_incumbent->ratio.median, y.m.vs_incumbent->ratio.median));
-    CHECK(same(x.m.vs_incumbent->ratio.low, y.m.vs_incumbent->ratio.low));
-    CHECK(same(x.m.vs_incumbent->ratio.high, y.m.vs_incumbent->ratio.high));
-  }
-  REQUIRE(x.m.profile.size() == y.m.profile.size());
-  for (auto const& [k, v] : x.m.profile) {
-    REQUIRE(y.m.profile.contains(k));
-    CHECK(same(v, y.m.profile.at(k)));
-  }
-  CHECK(x.m.diagnosis == y.m.diagnosis);
-  CHECK(same(x.m.device_seconds, y.m.device_seconds));
-  CHECK(same(x.wall_seconds, y.wall_seconds));
-}
-
 /// A history with two candidates, for write_event's view.
 struct small_history {
   std::vector<rung> rungs{rung{"smoke", {0}}, rung{"screen", {0, 1}}, rung{"confirm", {0, 1, 2, 3}}};
   baseline base;
   budget_meter meter;
-  search_history h{land().get_problem(), rungs, base, meter};
+  detail::search_history h{land().get_problem(), rungs, base, meter};
   candidate parent = make_candidate("warp-per-row", {{"BLOCK", 256}, {"VEC", 4}}, "expert:warp-per-row");
   candidate child =
       make_candidate("warp-per-row", {{"BLOCK", 512}, {"VEC", 4}, {"NEG", -7}}, "mutation:BLOCK", parent.id,
@@ -200,37 +134,6 @@ void write_sample_journal(fs::path const& path) {
   o.id = sh.child.id;
   j.write_outcome(o);
   for (auto const& e : sample_events(sh)) j.write_event(e, sh.view());
-}
-
-/// Complete lines of one type, as written (superseded events included).
-std::size_t lines_of_type(fs::path const& journal, std::string const& type) {
-  const auto needle = "\"type\":\"" + type + "\"";
-  std::size_t n = 0;
-  for (auto const& line : split_lines(slurp(journal))) n += line.find(needle) != std::string::npos ? 1 : 0;
-  return n;
-}
-
-std::map<std::pair<std::uint64_t, std::size_t>, int> outcome_counts(journal_contents const& c) {
-  std::map<std::pair<std::uint64_t, std::size_t>, int> n;
-  for (auto const& o : c.outcomes) ++n[{o.id.value, o.rung}];
-  return n;
-}
-
-/// The parts of an event that a replay must reproduce (everything but wall-clock facts).
-std::string event_signature(journal_event const& je) {
-  auto const& e = je.e;
-  std::string s = std::to_string(e.seq) + " " + std::string(to_string(e.kind)) + " " + e.id.str() + " " +
-                  std::to_string(e.rung) + " " + std::string(to_string(e.result.where)) + " " + e.note;
-  if (e.value)
-    s += " " + std::to_string(std::bit_cast<std::uint64_t>(e.value->value)) + "/" +
-         std::to_string(std::bit_cast<std::uint64_t>(e.value->speedup));
-  if (je.cand) s += " " + je.cand->family + " " + je.cand->params.to_string() + " " + je.cand->origin;
-  return s;
-}
-std::vector<std::string> event_signatures(journal_contents const& c) {
-  std::vector<std::string> out;
-  for (auto const& je : c.events) out.push_back(event_signature(je));
-  return out;
 }
 
 search_options options_for(budget limits, std::uint64_t seed = 11) {
@@ -671,304 +574,3 @@ TEST_CASE("journal: a run stopped by a small budget, resumed with a larger one, 
   CHECK(b.outcomes.size() == first.outcomes.size() + extended.counters.evaluations - extended.counters.cache_hits);
   for (auto const& [key, n] : outcome_counts(b)) CHECK_MESSAGE(n == 1, "evaluated twice: ", key.first, "@", key.second);
 }
-
-#ifdef KB_CLI_PATH
-namespace {
-
-/// Starts the CLI with stdout and stderr sent to files; returns its pid.
-pid_t spawn_cli(std::vector<std::string> args, fs::path const& out, fs::path const& err) {
-  args.insert(args.begin(), KB_CLI_PATH);
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  pid_t pid = -1;
-  const int rc = posix_spawn(&pid, KB_CLI_PATH, &fa, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&fa);
-  REQUIRE_MESSAGE(rc == 0, "cannot start ", KB_CLI_PATH);
-  return pid;
-}
-
-struct cli_run {
-  int exit_code = -1;
-  std::string out, err;
-};
-
-cli_run run_cli(std::vector<std::string> args, temp_dir const& dir) {
-  const auto out = dir / "stdout.txt", err = dir / "stderr.txt";
-  const pid_t pid = spawn_cli(std::move(args), out, err);
-  int status = 0;
-  REQUIRE(::waitpid(pid, &status, 0) == pid);
-  cli_run r;
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  r.out = slurp(out);
-  r.err = slurp(err);
-  return r;
-}
-
-/// A row of the summary table: "  cache hits       157" -> "157".
-std::string summary(std::string const& out, std::string const& key) {
-  for (auto const& line : split_lines(out)) {
-    const auto start = line.find_first_not_of(' ');
-    if (start == std::string::npos || line.compare(start, key.size(), key) != 0) continue;
-    const auto rest = line.find_first_not_of(' ', start + key.size());
-    if (rest != std::string::npos && rest > start + key.size()) return line.substr(rest);
-  }
-  FAIL("no '", key, "' row in the summary:\n", out);
-  return {};
-}
-
-}  // namespace
-
-TEST_CASE("cli: a run killed with SIGKILL and resumed ends exactly like an uninterrupted one") {
-  temp_dir dir("cli_resume");
-  const std::vector<std::string> common{"tune",     "synthetic", "--backend", "synthetic", "--strategy",   "default",
-                                        "--budget", "300evals",  "--seed",    "5",         "--no-progress"};
-  auto with = [&](std::vector<std::string> extra) {
-    auto a = common;
-    a.insert(a.end(), extra.begin(), extra.end());
-    return a;
-  };
-
-  const auto whole = run_cli(with({"--journal", (dir / "whole.jsonl").string()}), dir);
-  REQUIRE_MESSAGE(whole.exit_code == 0, whole.err);
-
-  // Slowed so that the kill lands mid-run; --slow-eval-ms changes neither results nor the header.
-  const auto killed_journal = dir / "killed.jsonl";
-  const pid_t pid =
-      spawn_cli(with({"--journal", killed_journal.string(), "--slow-eval-ms", "5"}), dir / "k.out", dir / "k.err");
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  bool exited_early = false;
-  while (lines_of_type(killed_journal, "outcome") < 40) {
-    int status = 0;
-    if (::waitpid(pid, &status, WNOHANG) == pid) {
-      exited_early = true;
-      break;
-    }
-    if (std::chrono::steady_clock::now() > deadline) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  REQUIRE_MESSAGE(!exited_early, "the run finished before it could be killed: raise --slow-eval-ms");
-  REQUIRE(::kill(pid, SIGKILL) == 0);
-  int status = 0;
-  REQUIRE(::waitpid(pid, &status, 0) == pid);
-  REQUIRE(WIFSIGNALED(status));
-  REQUIRE(WTERMSIG(status) == SIGKILL);
-
-  const auto at_kill = read_journal(killed_journal);  // a torn last line, if any, is not counted
-  REQUIRE(at_kill.outcomes.size() >= 40);
-  REQUIRE(at_kill.outcomes.size() < std::stoull(summary(whole.out, "evaluations")));
-  for (auto const& e : at_kill.events) REQUIRE(e.e.kind != event_kind::stopped);
-
-  const auto resumed = run_cli(with({"--journal", killed_journal.string(), "--resume"}), dir);
-  REQUIRE_MESSAGE(resumed.exit_code == 0, resumed.err);
-  CHECK(summary(resumed.out, "best candidate") == summary(whole.out, "best candidate"));
-  CHECK(summary(resumed.out, "score") == summary(whole.out, "score"));
-  CHECK(summary(resumed.out, "evaluations") == summary(whole.out, "evaluations"));
-  CHECK(summary(resumed.out, "device seconds") == summary(whole.out, "device seconds"));
-  CHECK(summary(resumed.out, "cache hits") == std::to_string(at_kill.outcomes.size()));
-  CHECK(summary(whole.out, "cache hits") == "0");
-
-  const auto a = read_journal(dir / "whole.jsonl");
-  const auto b = read_journal(killed_journal);
-  CHECK(b.torn_bytes == 0);
-  CHECK(b.outcomes.size() == a.outcomes.size());
-  for (auto const& [key, n] : outcome_counts(b)) CHECK_MESSAGE(n == 1, "evaluated twice: ", key.first, "@", key.second);
-  CHECK(event_signatures(b) == event_signatures(a));
-  CHECK(lines_of_type(killed_journal, "event") == a.events.size());
-}
-
-TEST_CASE("cli: a host-backend search killed with SIGKILL resumes without re-evaluating anything") {
-  temp_dir dir("cli_host_resume");
-  const auto journal = dir / "host.jsonl";
-  const std::vector<std::string> args{"tune",   "softmax", "--backend", "host", "--budget", "14evals", "--seed", "3",
-                                      "--journal", journal.string(), "--no-progress"};
-  const pid_t pid = spawn_cli(args, dir / "k.out", dir / "k.err");
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
-  bool exited_early = false;
-  while (lines_of_type(journal, "outcome") < 5) {
-    int status = 0;
-    if (::waitpid(pid, &status, WNOHANG) == pid) { exited_early = true; break; }
-    REQUIRE_MESSAGE(std::chrono::steady_clock::now() < deadline, "no 5 outcomes within 120 s: ", slurp(dir / "k.err"));
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  REQUIRE_MESSAGE(!exited_early, "the host run finished before it could be killed: ", slurp(dir / "k.err"));
-  REQUIRE(::kill(pid, SIGKILL) == 0);
-  int status = 0;
-  REQUIRE(::waitpid(pid, &status, 0) == pid);
-  REQUIRE(WIFSIGNALED(status));
-
-  const auto at_kill = read_journal(journal);
-  REQUIRE(at_kill.outcomes.size() >= 5);
-  auto resume_args = args;
-  resume_args.push_back("--resume");
-  const auto resumed = run_cli(resume_args, dir);
-  REQUIRE_MESSAGE(resumed.exit_code == 0, resumed.err);
-  CHECK(summary(resumed.out, "evaluations") == "14");
-  CHECK(summary(resumed.out, "cache hits") == std::to_string(at_kill.outcomes.size()));
-  const auto after = read_journal(journal);
-  CHECK(after.outcomes.size() == 14);  // 14 evaluations, each measured exactly once across both runs
-  for (auto const& [key, n] : outcome_counts(after)) CHECK_MESSAGE(n == 1, "evaluated twice: ", key.first, "@", key.second);
-  // What was measured before the kill is kept as it was.
-  for (std::size_t i = 0; i < at_kill.outcomes.size(); ++i) check_same(at_kill.outcomes[i], after.outcomes[i]);
-}
-
-TEST_CASE("cli: mistakes exit with code 2 and a message naming the argument") {
-  temp_dir dir("cli_errors");
-  auto expect = [&](std::vector<std::string> args, std::string const& needle) {
-    const auto r = run_cli(args, dir);
-    CHECK_MESSAGE(r.exit_code == 2, needle, " -> ", r.err);
-    CHECK_MESSAGE(r.err.find(needle) != std::string::npos, needle, " -> ", r.err);
-  };
-  expect({"frobnicate"}, "unknown command 'frobnicate'");
-  expect({"tune", "synthetic", "--budget", "10evals", "--colour"}, "unknown option '--colour'");
-  expect({"tune", "synthetic", "--budget"}, "--budget needs a value");
-  expect({"tune", "synthetic", "--budget", "300"}, "has no unit");
-  expect({"tune", "synthetic", "--budget", "10evals", "--seed", "x3"}, "--seed: 'x3' is not a whole number");
-  expect({"tune", "synthetic", "--budget", "10evals", "--strategy", "nope"},
-         "unknown strategy 'nope': known strategies are default");
-  expect({"tune", "synthetic", "--budget", "10evals", "--backend", "opencl"}, "unknown backend 'opencl'");
-  const auto j = (dir / "j.jsonl").string();
-  expect({"tune", "synthetic", "--budget", "10evals", "--journal", j, "--resume"}, "does not exist");
-  const auto first = run_cli({"tune", "synthetic", "--budget", "10evals", "--journal", j, "--seed", "3"}, dir);
-  REQUIRE_MESSAGE(first.exit_code == 0, first.err);
-  expect({"tune", "synthetic", "--budget", "10evals", "--journal", j}, "already exists");
-  expect({"tune", "synthetic", "--budget", "10evals", "--journal", j, "--resume", "--seed", "4"},
-         "seed 3; this run has seed 4: use --seed 3");
-  const auto help = run_cli({"--help"}, dir);
-  CHECK(help.exit_code == 0);
-  CHECK(help.out.find("kernelbrain tune <problem>") != std::string::npos);
-}
-TEST_CASE("cli: a host search killed with SIGKILL leaves no worker, compiler or candidate running") {
-  // Every process the search started carries the marker in its environment, wherever it was
-  // re-parented to after the kill: serving workers (spinning in a candidate that never returns),
-  // the compile supervisor, g++ and its cc1plus.
-  temp_dir dir("cli_orphans");
-  const auto problem_dir = dir.path / "problem";
-  fs::create_directories(problem_dir / "templates");
-  spit(problem_dir / "problem.json", R"({
-  "name": "never_done",
-  "backend": "host",
-  "signature": "y = 2 x; every candidate of this problem hangs or never compiles",
-  "dims": ["N"],
-  "inputs": [{"name": "x", "size": "N"}],
-  "outputs": [{"name": "y", "size": "N"}],
-  "shapes": [{"name": "small", "dims": {"N": 64}, "tier": "smoke"}, {"name": "odd", "dims": {"N": 67}, "tier": "odd"}],
-  "tolerance": {"rtol": 1e-5, "atol": 1e-6},
-  "cost": {"bytes": "8 * N", "flops": "N"},
-  "reference": "reference.cpp",
-  "seed": "seed.cpp",
-  "catalogue": [{"name": "stuck", "prose": "never finishes", "template": "templates/stuck.cpp",
-                 "parameters": {"K": [1, 2, 3, 4, 5, 6, 7, 8]}}]
-})");
-  spit(problem_dir / "reference.cpp", R"(#include "kernelbrain/evaluate/host_abi.h"
-extern "C" void kb_kernel(const kb_args* a) {
-  for (long long i = 0; i < a->dims[0]; ++i) a->outputs[0][i] = 2.0f * a->inputs[0][i];
-}
-)");
-  std::string seed;
-  // The moment to kill the search, given the marked processes.
-  std::function<bool(std::vector<kb_test::process_info> const&)> ready;
-  std::string moment;
-  SUBCASE("while a serving worker runs a candidate that never returns") {
-    seed = R"(#include "kernelbrain/evaluate/host_abi.h"
-extern "C" void kb_kernel(const kb_args* a) {
-  volatile unsigned long long spin = static_cast<unsigned long long>(a->dims[0]) * ${K};
-  for (;;) spin = spin + 1;
-}
-)";
-    // The reference worker starts first (and spends seconds of CPU on the baseline's cache
-    // flushes); the youngest serving worker is the candidate worker, and once it has used a second
-    // of CPU it is inside kb_kernel (a check at these shapes takes microseconds; the watchdog
-    // allows 10 s per call).
-    ready = [](std::vector<kb_test::process_info> const& ps) {
-      std::vector<kb_test::process_info> serving;
-      for (auto const& p : ps)
-        if (p.cmdline.find("--serve host") != std::string::npos) serving.push_back(p);
-      if (serving.size() < 2) return false;
-      auto const& youngest = *std::max_element(serving.begin(), serving.end(), [](auto const& a, auto const& b) {
-        return a.start_ticks < b.start_ticks || (a.start_ticks == b.start_ticks && a.pid < b.pid);
-      });
-      return youngest.cpu_seconds > 1.0;
-    };
-    moment = "a serving worker spinning in a candidate";
-  }
-  SUBCASE("while the compiler runs") {
-    seed = R"(#include "kernelbrain/evaluate/host_abi.h"
-template <int Depth, long Index>
-struct node {
-  static constexpr long value = node<Depth - 1, 2 * Index>::value + node<Depth - 1, 2 * Index + 1>::value;
-};
-template <long Index>
-struct node<0, Index> {
-  static constexpr long value = Index & 1;
-};
-extern "C" void kb_kernel(const kb_args* a) { a->outputs[0][0] = static_cast<float>(node<40, ${K}>::value); }
-)";
-    // The reference compiles in well under a second of CPU; the compile bomb takes the full 60 s.
-    ready = [](std::vector<kb_test::process_info> const& ps) {
-      return std::any_of(ps.begin(), ps.end(),
-                         [](auto const& p) { return p.comm == "cc1plus" && p.cpu_seconds > 1.0; });
-    };
-    moment = "cc1plus compiling a candidate";
-  }
-  std::string seed_source = seed;  // the seed is the template's point K = 1
-  seed_source.replace(seed_source.find("${K}"), 4, "1");
-  spit(problem_dir / "seed.cpp", seed_source);
-  spit(problem_dir / "templates" / "stuck.cpp", seed);
-
-  const auto mark = kb_test::unique_marker("cli");
-  struct cleanup {  // whatever happens below, this test leaves nothing running
-    std::string mark;
-    ~cleanup() { kb_test::kill_marked(mark); }
-  } leave_nothing{mark};
-  pid_t pid = -1;
-  {
-    // The child inherits the marker and a private artifact cache; this process keeps neither.
-    struct scoped_env {
-      std::string name;
-      std::optional<std::string> old;
-      scoped_env(std::string n, std::string const& value) : name(std::move(n)) {
-        if (char const* o = std::getenv(name.c_str())) old = o;
-        ::setenv(name.c_str(), value.c_str(), 1);
-      }
-      ~scoped_env() {
-        if (old)
-          ::setenv(name.c_str(), old->c_str(), 1);
-        else
-          ::unsetenv(name.c_str());
-      }
-    };
-    scoped_env m("KB_TEST_MARK", mark), cache("KERNELBRAIN_CACHE_DIR", (dir / "cache").string());
-    pid = spawn_cli({"tune", problem_dir.string(), "--budget", "200evals", "--seed", "1", "--no-progress"},
-                    dir / "k.out", dir / "k.err");
-  }
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
-  std::vector<kb_test::process_info> at_kill;
-  bool exited_early = false, found = false;
-  while (!found) {
-    int status = 0;
-    if (::waitpid(pid, &status, WNOHANG) == pid) {
-      exited_early = true;
-      break;
-    }
-    if (std::chrono::steady_clock::now() > deadline) break;
-    at_kill = kb_test::marked_processes(mark);
-    found = ready(at_kill);
-    if (!found) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  if (!exited_early) {
-    REQUIRE(::kill(pid, SIGKILL) == 0);
-    int status = 0;
-    REQUIRE(::waitpid(pid, &status, 0) == pid);
-  }
-  INFO("processes when the search was killed:", kb_test::describe_all(at_kill));
-  REQUIRE_MESSAGE(!exited_early, "the search ended before it could be killed: ", slurp(dir / "k.err"));
-  REQUIRE_MESSAGE(found, "no ", moment, " within 120 s: ", slurp(dir / "k.err"));
-  const auto left = kb_test::wait_until_none(mark, std::chrono::seconds(3));
-  CHECK_MESSAGE(left.empty(), "still running 3 s after the search was killed:", kb_test::describe_all(left));
-}
-#endif

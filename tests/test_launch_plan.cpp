@@ -11,11 +11,16 @@
 
 #include <boost/json/serialize.hpp>
 #include <boost/json/value.hpp>
+#include <chrono>
 #include <cstdint>
 #include <cstdlib>
+#include <iterator>
+#include <kernelbrain/core/error.hpp>
 #include <kernelbrain/core/expr.hpp>
 #include <kernelbrain/core/rng.hpp>
-#include <kernelbrain/evaluate/cuda_protocol.hpp>
+#include <kernelbrain/detail/cuda_protocol.hpp>
+#include <kernelbrain/detail/worker_process.hpp>
+#include <kernelbrain/evaluate/cuda.hpp>
 #include <kernelbrain/evaluate/launch_plan.hpp>
 #include <limits>
 #include <map>
@@ -26,6 +31,7 @@
 #include <vector>
 
 using namespace kernelbrain;
+using namespace kernelbrain::detail;  // these tests reach the process and wire plumbing
 namespace json = boost::json;
 
 namespace {
@@ -47,7 +53,9 @@ std::string repeat(std::string const& s, std::size_t n) {
 }
 
 /// For failure messages: the input, shortened.
-std::string excerpt(std::string const& s) { return s.size() <= 300 ? s : s.substr(0, 300) + "... (" + std::to_string(s.size()) + " bytes)"; }
+std::string excerpt(std::string const& s) {
+  return s.size() <= 300 ? s : s.substr(0, 300) + "... (" + std::to_string(s.size()) + " bytes)";
+}
 
 tensor_spec tensor(std::string name, std::string size, std::string dtype = "f32") {
   tensor_spec t;
@@ -73,8 +81,9 @@ std::map<std::string, std::int64_t> test_dims(std::int64_t n = 1000, std::int64_
 }
 
 /// resolve_launch_plan's reject, or nullopt when it returns a plan.
-std::optional<plan_reject> reject_of(std::string const& text, std::map<std::string, std::int64_t> const& dims = test_dims(),
-                                     device_limits const& limits = {}) {
+std::optional<plan_reject> reject_of(std::string const& text,
+                                     std::map<std::string, std::int64_t> const& dims = test_dims(),
+                                     device_limits const& limits = limits_for_arch("sm_90")) {
   try {
     (void)resolve_launch_plan(test_problem(), dims, text, limits);
   } catch (plan_reject const& r) {
@@ -109,11 +118,16 @@ struct outcome {
 
 char const* kind_text(outcome::kind_t k) {
   switch (k) {
-    case outcome::value: return "a value";
-    case outcome::overflow: return "overflow";
-    case outcome::division_by_zero: return "division by zero";
-    case outcome::too_deep: return "nesting depth exceeds";
-    case outcome::too_long: return "longer than";
+    case outcome::value:
+      return "a value";
+    case outcome::overflow:
+      return "overflow";
+    case outcome::division_by_zero:
+      return "division by zero";
+    case outcome::too_deep:
+      return "nesting depth exceeds";
+    case outcome::too_long:
+      return "longer than";
   }
   return "?";
 }
@@ -129,7 +143,9 @@ struct gen_expr {
 };
 
 bool fits(i128 x) { return x >= i64_min && x <= i64_max; }
-outcome checked(i128 x) { return fits(x) ? outcome{outcome::value, static_cast<std::int64_t>(x)} : outcome{outcome::overflow, 0}; }
+outcome checked(i128 x) {
+  return fits(x) ? outcome{outcome::value, static_cast<std::int64_t>(x)} : outcome{outcome::overflow, 0};
+}
 
 std::string decimal(i128 v) {
   if (v == 0) return "0";
@@ -148,14 +164,17 @@ outcome reference_binary(std::string const& op, std::int64_t a64, std::int64_t b
   if (op == "*") return checked(a * b);
   if (op == "/" || op == "%") {
     if (b == 0) return {outcome::division_by_zero, 0};
-    if (op == "/") return checked(a / b);  // C++ truncates toward zero on __int128 too
+    if (op == "/") return checked(a / b);                            // C++ truncates toward zero on __int128 too
     if (a64 == i64_min && b64 == -1) return {outcome::overflow, 0};  // the rule: INT64_MIN % -1 overflows
     return checked(a % b);
   }
   if (op == "ceil_div") {
     if (b == 0) return {outcome::division_by_zero, 0};
     i128 n = a, d = b;
-    if (d < 0) { n = -n; d = -d; }
+    if (d < 0) {
+      n = -n;
+      d = -d;
+    }
     return checked(n >= 0 ? (n + d - 1) / d : -((-n) / d));  // ceiling of n / d with d > 0
   }
   if (op == "min") return {outcome::value, a64 < b64 ? a64 : b64};
@@ -212,16 +231,20 @@ class expression_generator {
     gen_expr e;
     const auto k = r_.below(100);
     if (k < 55 || symbols_.empty()) {
-      static const i128 edges[] = {i64_max, i64_max - 1, i128{1} << 62, i128{1} << 32, 3037000499, 3037000500,
-                                   4294967295, 65536, 2147483647, 2147483648};
+      static const i128 edges[] = {i64_max,    i64_max - 1, i128{1} << 62, i128{1} << 32, 3037000499,
+                                   3037000500, 4294967295,  65536,         2147483647,    2147483648};
       static const i128 beyond[] = {i128{1} << 63, (i128{1} << 63) + 1, i128{10000000000000000000ULL}, i128{1} << 64,
                                     (i128{1} << 100)};
       i128 v;
       const auto w = r_.below(100);
-      if (w < 45) v = static_cast<i128>(r_.below(10));
-      else if (w < 70) v = static_cast<i128>(r_.below(100000));
-      else if (w < 93) v = edges[r_.below(std::size(edges))];
-      else v = beyond[r_.below(std::size(beyond))];
+      if (w < 45)
+        v = static_cast<i128>(r_.below(10));
+      else if (w < 70)
+        v = static_cast<i128>(r_.below(100000));
+      else if (w < 93)
+        v = edges[r_.below(std::size(edges))];
+      else
+        v = beyond[r_.below(std::size(beyond))];
       e.text = (r_.below(100) < 5 ? std::string("00") : std::string()) + decimal(v);
       e.out = checked(v);
     } else {
@@ -238,8 +261,10 @@ class expression_generator {
     e.text = std::string(neg ? "-" : "!") + ws() + (wrap ? "(" + x.text + ")" : x.text);
     e.prec = 5;
     e.depth = 1 + x.depth + (wrap ? 1 : 0);
-    if (x.out.kind != outcome::value) e.out = x.out;
-    else e.out = neg ? checked(-static_cast<i128>(x.out.v)) : outcome{outcome::value, x.out.v == 0};
+    if (x.out.kind != outcome::value)
+      e.out = x.out;
+    else
+      e.out = neg ? checked(-static_cast<i128>(x.out.v)) : outcome{outcome::value, x.out.v == 0};
     return e;
   }
   gen_expr call(int budget) {
@@ -264,11 +289,14 @@ class expression_generator {
     auto a = make(left), b = make(budget > left ? budget - left : 1);
     e.text = name + "(" + ws() + a.text + ws() + "," + ws() + b.text + ws() + ")";
     e.depth = 1 + std::max(a.depth, b.depth);
-    e.out = a.out.kind != outcome::value ? a.out : b.out.kind != outcome::value ? b.out : reference_binary(name, a.out.v, b.out.v);
+    e.out = a.out.kind != outcome::value   ? a.out
+            : b.out.kind != outcome::value ? b.out
+                                           : reference_binary(name, a.out.v, b.out.v);
     return e;
   }
   gen_expr binary(gen_expr a, gen_expr b) {
-    static char const* const by_level[5][6] = {{"||"}, {"&&"}, {"==", "!=", "<", "<=", ">", ">="}, {"+", "-"}, {"*", "/", "%"}};
+    static char const* const by_level[5][6] = {
+        {"||"}, {"&&"}, {"==", "!=", "<", "<=", ">", ">="}, {"+", "-"}, {"*", "/", "%"}};
     static const int sizes[5] = {1, 1, 6, 2, 3};
     const auto w = r_.below(100);
     const int level = w < 5 ? 0 : w < 10 ? 1 : w < 22 ? 2 : w < 58 ? 3 : 4;
@@ -280,7 +308,9 @@ class expression_generator {
     e.prec = level;
     e.depth = std::max(a.depth + (wrap_a ? 1 : 0), b.depth + (wrap_b ? 1 : 0));
     // Evaluation order: the left operand, the right operand, then the operator (no short circuit).
-    e.out = a.out.kind != outcome::value ? a.out : b.out.kind != outcome::value ? b.out : reference_binary(op, a.out.v, b.out.v);
+    e.out = a.out.kind != outcome::value   ? a.out
+            : b.out.kind != outcome::value ? b.out
+                                           : reference_binary(op, a.out.v, b.out.v);
     return e;
   }
 
@@ -326,7 +356,7 @@ enum class want { plan, signature, resources, typed };  ///< typed: any plan or 
 
 struct gen_plan {
   json::value doc;
-  std::string text;          ///< set after serialisation (and text-level mutation)
+  std::string text;  ///< set after serialisation (and text-level mutation)
   want expect = want::plan;
   std::string message_part;  ///< a signature reject's message must contain this ("" for any)
   cuda_protocol::plan plan;  ///< the expected plan (when expect is plan)
@@ -352,7 +382,8 @@ class plan_generator {
     for (std::size_t i = 0; i < nscratch; ++i) {
       json::object s;
       std::string name = "s" + std::to_string(i);
-      if (fault_per_mille_ && r_.below(100) < 3) {  // a name already taken: a tensor, a dim or an earlier scratch buffer
+      if (fault_per_mille_ &&
+          r_.below(100) < 3) {  // a name already taken: a tensor, a dim or an earlier scratch buffer
         static char const* const taken[] = {"x", "w", "y", "N", "C", "EXTRA", "s0"};
         name = taken[r_.below(std::size(taken))];
         if (name != "s0" || i > 0) g.value_signature = true;
@@ -361,9 +392,15 @@ class plan_generator {
       s["size"] = value(g, 1, 1 << 20);
       std::int64_t width = 4;
       const auto d = r_.below(100);
-      if (d < 30) s["dtype"] = "f32";
-      else if (d < 60) { s["dtype"] = "f16"; width = 2; }
-      else if (d < 62) { s["dtype"] = d == 60 ? json::value("f64") : json::value(16); g.value_signature = true; }
+      if (d < 30)
+        s["dtype"] = "f32";
+      else if (d < 60) {
+        s["dtype"] = "f16";
+        width = 2;
+      } else if (d < 62) {
+        s["dtype"] = d == 60 ? json::value("f64") : json::value(16);
+        g.value_signature = true;
+      }
       g.scratch_width.push_back(width);
       g.scratch_elements.push_back(last_);
       scratch.push_back(std::move(s));
@@ -390,24 +427,34 @@ class plan_generator {
     if (k == 0) {
       const std::int64_t span = hi - lo + 1;
       std::int64_t v = lo + static_cast<std::int64_t>(r_.below(static_cast<std::uint64_t>(span)));
-      if (r_.below(100) < 50) v = lo + static_cast<std::int64_t>(r_.below(static_cast<std::uint64_t>(std::min<std::int64_t>(span, 8))));
+      if (r_.below(100) < 50)
+        v = lo + static_cast<std::int64_t>(r_.below(static_cast<std::uint64_t>(std::min<std::int64_t>(span, 8))));
       last_ = v;
       const std::string s = std::to_string(v);
       switch (r_.below(7)) {
-        case 0: case 1: return json::value(v);
-        case 2: return json::value(s);
-        case 3: return json::value("(" + s + ")");
-        case 4: return json::value(s + " + 0 * N");
-        case 5: return json::value("N - N + ceil_div(" + s + " * 4, 4)");
-        default: return json::value("max(min(" + s + ", " + s + " + 1), " + s + ")");
+        case 0:
+        case 1:
+          return json::value(v);
+        case 2:
+          return json::value(s);
+        case 3:
+          return json::value("(" + s + ")");
+        case 4:
+          return json::value(s + " + 0 * N");
+        case 5:
+          return json::value("N - N + ceil_div(" + s + " * 4, 4)");
+        default:
+          return json::value("max(min(" + s + ", " + s + " + 1), " + s + ")");
       }
     }
     if (k < 18) {
       expression_generator eg(r_, symbols_);
       const auto e = eg.make(1 + static_cast<int>(r_.below(8)));
       const auto out = expected(e);
-      if (out.kind == outcome::value) last_ = out.v;
-      else g.value_signature = true;
+      if (out.kind == outcome::value)
+        last_ = out.v;
+      else
+        g.value_signature = true;
       return json::value(e.text);
     }
     if (k < 33) {
@@ -417,13 +464,20 @@ class plan_generator {
     }
     g.value_signature = true;  // not an expression: a wrong JSON kind, an integer beyond int64, an empty text
     switch (r_.below(7)) {
-      case 0: return json::value(nullptr);
-      case 1: return json::value(true);
-      case 2: return json::value(1.5);
-      case 3: return json::value(static_cast<std::uint64_t>(i64_max) + 1 + r_.below(1000));
-      case 4: return json::value("");
-      case 5: return json::value(json::array{1, 2});
-      default: return json::value(json::object{{"v", 1}});
+      case 0:
+        return json::value(nullptr);
+      case 1:
+        return json::value(true);
+      case 2:
+        return json::value(1.5);
+      case 3:
+        return json::value(static_cast<std::uint64_t>(i64_max) + 1 + r_.below(1000));
+      case 4:
+        return json::value("");
+      case 5:
+        return json::value(json::array{1, 2});
+      default:
+        return json::value(json::object{{"v", 1}});
     }
   }
 
@@ -556,14 +610,30 @@ json::value other_kind(rng& r, json::value const& v) {
   for (;;) {
     json::value w;
     switch (r.below(8)) {
-      case 0: w = nullptr; break;
-      case 1: w = false; break;
-      case 2: w = 2.5; break;
-      case 3: w = std::int64_t{3}; break;
-      case 4: w = "text"; break;
-      case 5: w = json::array{std::int64_t{1}}; break;
-      case 6: w = json::object{{"k", 1}}; break;
-      default: w = static_cast<std::uint64_t>(i64_max) + 7; break;
+      case 0:
+        w = nullptr;
+        break;
+      case 1:
+        w = false;
+        break;
+      case 2:
+        w = 2.5;
+        break;
+      case 3:
+        w = std::int64_t{3};
+        break;
+      case 4:
+        w = "text";
+        break;
+      case 5:
+        w = json::array{std::int64_t{1}};
+        break;
+      case 6:
+        w = json::object{{"k", 1}};
+        break;
+      default:
+        w = static_cast<std::uint64_t>(i64_max) + 7;
+        break;
     }
     const bool same_kind = w.kind() == v.kind() || (w.is_number() && v.is_number() && !w.is_double() && !v.is_double());
     if (!same_kind) return w;
@@ -573,12 +643,18 @@ json::value other_kind(rng& r, json::value const& v) {
 /// A JSON value that is not an expression (neither a string nor an integer that fits int64).
 json::value non_expression(rng& r) {
   switch (r.below(6)) {
-    case 0: return nullptr;
-    case 1: return true;
-    case 2: return 2.5;
-    case 3: return json::array{std::int64_t{1}};
-    case 4: return json::object{{"k", 1}};
-    default: return static_cast<std::uint64_t>(i64_max) + 7;
+    case 0:
+      return nullptr;
+    case 1:
+      return true;
+    case 2:
+      return 2.5;
+    case 3:
+      return json::array{std::int64_t{1}};
+    case 4:
+      return json::object{{"k", 1}};
+    default:
+      return static_cast<std::uint64_t>(i64_max) + 7;
   }
 }
 
@@ -615,8 +691,10 @@ void mutate(rng& r, gen_plan& g) {
     case 1: {  // a required field missing
       static char const* const keys[] = {"kernel", "grid", "block", "args"};
       const auto k = r.below(5);
-      if (k == 4) top.erase("launches");
-      else l.erase(keys[k]);
+      if (k == 4)
+        top.erase("launches");
+      else
+        l.erase(keys[k]);
       sig("no field");
       break;
     }
@@ -639,17 +717,23 @@ void mutate(rng& r, gen_plan& g) {
     }
     case 3: {  // the wrong JSON kind at the top or in scratch
       const auto k = r.below(4);
-      if (k == 0) g.doc = other_kind(r, g.doc);
-      else if (k == 1) top["launches"] = other_kind(r, top["launches"]);
-      else if (k == 2) top["scratch"] = other_kind(r, json::value(json::array{}));
-      else top["scratch"] = json::array{other_kind(r, json::value(json::object{}))};
+      if (k == 0)
+        g.doc = other_kind(r, g.doc);
+      else if (k == 1)
+        top["launches"] = other_kind(r, top["launches"]);
+      else if (k == 2)
+        top["scratch"] = other_kind(r, json::value(json::array{}));
+      else
+        top["scratch"] = json::array{other_kind(r, json::value(json::object{}))};
       sig("");
       break;
     }
     case 4: {  // deeply nested JSON somewhere
       const std::size_t depth = 2 + r.below(300);
-      if (r.below(2)) l["grid"] = json::array{nested(depth), 1, 1};
-      else top["launches"] = json::array{nested(depth)};
+      if (r.below(2))
+        l["grid"] = json::array{nested(depth), 1, 1};
+      else
+        top["launches"] = json::array{nested(depth)};
       sig("");
       break;
     }
@@ -662,7 +746,8 @@ void mutate(rng& r, gen_plan& g) {
     }
     case 6: {  // too many scratch buffers
       json::array sc;
-      for (std::size_t i = 0; i < 33 + r.below(10); ++i) sc.push_back(json::object{{"name", "t" + std::to_string(i)}, {"size", 1}});
+      for (std::size_t i = 0; i < 33 + r.below(10); ++i)
+        sc.push_back(json::object{{"name", "t" + std::to_string(i)}, {"size", 1}});
       top["scratch"] = std::move(sc);
       sig("scratch buffers (at most 32)");
       break;
@@ -676,8 +761,10 @@ void mutate(rng& r, gen_plan& g) {
     }
     case 8: {  // a name too long
       const std::string name = "k" + std::string(256 + r.below(200), 'a');
-      if (r.below(2)) l["kernel"] = name;
-      else l["args"] = json::array{json::value(name)};
+      if (r.below(2))
+        l["kernel"] = name;
+      else
+        l["args"] = json::array{json::value(name)};
       sig("(at most 256)");
       break;
     }
@@ -693,12 +780,20 @@ void mutate(rng& r, gen_plan& g) {
       break;
     }
     case 11: {  // an expression that cannot be evaluated, at a random field
-      static char const* const bad[] = {"(-9223372036854775807 - 1) / -1", "(-9223372036854775807 - 1) % -1", "N / 0",
-                                        "9223372036854775807 + N", "99999999999999999999", "unknown_dim", "N +", "((N)"};
+      static char const* const bad[] = {"(-9223372036854775807 - 1) / -1",
+                                        "(-9223372036854775807 - 1) % -1",
+                                        "N / 0",
+                                        "9223372036854775807 + N",
+                                        "99999999999999999999",
+                                        "unknown_dim",
+                                        "N +",
+                                        "((N)"};
       static char const* const keys[] = {"grid", "block", "cluster"};
       const std::string text = bad[r.below(std::size(bad))];
-      if (r.below(4) == 0) l["smem"] = text;
-      else l[keys[r.below(3)]] = json::array{text, 1, 1};
+      if (r.below(4) == 0)
+        l["smem"] = text;
+      else
+        l[keys[r.below(3)]] = json::array{text, 1, 1};
       sig("expression \"");
       break;
     }
@@ -742,10 +837,14 @@ void mutate_text(rng& r, gen_plan& g) {
       for (auto n = 1 + r.below(4); n > 0 && !t.empty(); --n) {
         const auto at = r.below(t.size());
         const auto op = r.below(3);
-        const char c = static_cast<char>(r.below(100) < 70 ? "{}[]\":,0123456789-+*/%()NCxyk \\"[r.below(31)] : static_cast<char>(r.below(256)));
-        if (op == 0) t[at] = c;
-        else if (op == 1) t.insert(t.begin() + static_cast<std::ptrdiff_t>(at), c);
-        else t.erase(at, 1);
+        const char c = static_cast<char>(r.below(100) < 70 ? "{}[]\":,0123456789-+*/%()NCxyk \\"[r.below(31)]
+                                                           : static_cast<char>(r.below(256)));
+        if (op == 0)
+          t[at] = c;
+        else if (op == 1)
+          t.insert(t.begin() + static_cast<std::ptrdiff_t>(at), c);
+        else
+          t.erase(at, 1);
       }
       g.expect = want::typed;
       break;
@@ -778,9 +877,12 @@ std::pair<cubin_info, std::optional<stage>> cubin_for(rng& r, cuda_protocol::pla
     k.name = name;
     k.param_sizes.assign(args, 8);
     const auto f = r.below(100);
-    if (f < 3) k.param_sizes.push_back(8);
-    else if (f < 5 && !k.param_sizes.empty()) k.param_sizes.pop_back();
-    else if (f < 8 && !k.param_sizes.empty()) k.param_sizes[r.below(k.param_sizes.size())] = r.below(2) ? 4 : 16;
+    if (f < 3)
+      k.param_sizes.push_back(8);
+    else if (f < 5 && !k.param_sizes.empty())
+      k.param_sizes.pop_back();
+    else if (f < 8 && !k.param_sizes.empty())
+      k.param_sizes[r.below(k.param_sizes.size())] = r.below(2) ? 4 : 16;
     k.registers = static_cast<int>(16 + r.below(112));
     if (r.below(100) < 3) k.registers = 256 + static_cast<int>(r.below(100));
     if (r.below(100) < 30) k.max_threads = 128 << r.below(4);
@@ -810,7 +912,8 @@ std::pair<cubin_info, std::optional<stage>> cubin_for(rng& r, cuda_protocol::pla
     const std::int64_t per_warp = (k.registers * 32 + 255) / 256 * 256;
     const bool reqntid = k.required_block[0] || k.required_block[1] || k.required_block[2];
     if ((k.max_threads && threads > k.max_threads) ||
-        (reqntid && (l.block[0] != k.required_block[0] || l.block[1] != k.required_block[1] || l.block[2] != k.required_block[2])) ||
+        (reqntid && (l.block[0] != k.required_block[0] || l.block[1] != k.required_block[1] ||
+                     l.block[2] != k.required_block[2])) ||
         k.registers > 255 || warps * per_warp > 65536 || k.static_smem + l.smem > 232448)
       out = stage::resources;
   }
@@ -830,10 +933,14 @@ bool same_plan(cuda_protocol::plan const& a, cuda_protocol::plan const& b) {
 
 char const* want_text(want w) {
   switch (w) {
-    case want::plan: return "a plan";
-    case want::signature: return "a signature reject";
-    case want::resources: return "a resources reject";
-    case want::typed: return "a plan or a typed reject";
+    case want::plan:
+      return "a plan";
+    case want::signature:
+      return "a signature reject";
+    case want::resources:
+      return "a resources reject";
+    case want::typed:
+      return "a plan or a typed reject";
   }
   return "?";
 }
@@ -899,15 +1006,18 @@ TEST_CASE("launch plan: a plan resolves to buffers, dims and values at the shape
 }
 
 TEST_CASE("launch plan: an expression error is a signature reject naming the launch, the field and the text") {
-  auto r = reject_of(one_launch(R"("grid": [1, 1, 1], "block": [1, 1, 1], "args": []}, {"kernel": "k1", "grid": ["N / 0", 1, 1], "block": [1, 1, 1], "args": [])"));
+  auto r = reject_of(one_launch(
+      R"("grid": [1, 1, 1], "block": [1, 1, 1], "args": []}, {"kernel": "k1", "grid": ["N / 0", 1, 1], "block": [1, 1, 1], "args": [])"));
   REQUIRE(r);
   CHECK(r->where == stage::signature);
-  CHECK(r->message == "launches[1] (kernel 'k1').grid[0]: expression \"N / 0\": division by zero (1000 / 0) at column 3");
+  CHECK(r->message ==
+        "launches[1] (kernel 'k1').grid[0]: expression \"N / 0\": division by zero (1000 / 0) at column 3");
   // The issue's cases: INT64_MIN / -1, INT64_MIN % -1, deep nesting, a huge literal, a long text.
   r = reject_of(simple_launch(R"(, "smem": "(-9223372036854775807 - 1) / -1")"));
   REQUIRE(r);
   CHECK(r->where == stage::signature);
-  CHECK(r->message.find("launches[0] (kernel 'k').smem: expression \"(-9223372036854775807 - 1) / -1\": overflow") == 0);
+  CHECK(r->message.find("launches[0] (kernel 'k').smem: expression \"(-9223372036854775807 - 1) / -1\": overflow") ==
+        0);
   r = reject_of(one_launch(R"("grid": ["(-9223372036854775807 - 1) % -1", 1, 1], "block": [1, 1, 1], "args": [])"));
   REQUIRE(r);
   CHECK(r->message.find(".grid[0]: expression") != std::string::npos);
@@ -935,7 +1045,8 @@ TEST_CASE("launch plan: an expression error is a signature reject naming the lau
   r = reject_of(simple_launch(R"(, "smem": 1.0)"));
   REQUIRE(r);
   CHECK(r->message ==
-        "launches[0] (kernel 'k').smem: expected an expression (a string or an integer), found a number with a fraction or exponent");
+        "launches[0] (kernel 'k').smem: expected an expression (a string or an integer), found a number with a "
+        "fraction or exponent");
 }
 
 TEST_CASE("launch plan: unknown fields are signature rejects naming the field, at every level") {
@@ -972,7 +1083,8 @@ TEST_CASE("launch plan: every wrong JSON kind, missing field and malformed text 
       {R"({"launches": [{"grid": [1, 1, 1], "block": [1, 1, 1], "args": []}]})", "launches[0]: no field 'kernel'"},
       {R"({"launches": [{"kernel": 5, "grid": [1, 1, 1], "block": [1, 1, 1], "args": []}]})",
        "launches[0].kernel: expected a name (a string), found an integer"},
-      {R"({"launches": [{"kernel": "", "grid": [1, 1, 1], "block": [1, 1, 1], "args": []}]})", "launches[0].kernel: the name is empty"},
+      {R"({"launches": [{"kernel": "", "grid": [1, 1, 1], "block": [1, 1, 1], "args": []}]})",
+       "launches[0].kernel: the name is empty"},
       {R"({"launches": [{"kernel": "a b", "grid": [1, 1, 1], "block": [1, 1, 1], "args": []}]})",
        "launches[0].kernel: 'a b' is not a name"},
       {one_launch(R"("grid": "1, 1, 1", "block": [1, 1, 1], "args": [])"),
@@ -999,15 +1111,18 @@ TEST_CASE("launch plan: every wrong JSON kind, missing field and malformed text 
        "scratch[0].name: expected a name (a string), found an integer"},
       {one_launch(R"("grid": [1, 1, 1], "block": [1, 1, 1], "args": [])", R"("scratch": [{"name": "t"}], )"),
        "scratch[0] ('t'): no field 'size'"},
-      {one_launch(R"("grid": [1, 1, 1], "block": [1, 1, 1], "args": [])", R"("scratch": [{"name": "t", "size": 4, "dtype": "f64"}], )"),
+      {one_launch(R"("grid": [1, 1, 1], "block": [1, 1, 1], "args": [])",
+                  R"("scratch": [{"name": "t", "size": 4, "dtype": "f64"}], )"),
        "scratch[0] ('t').dtype: 'f64' is not f32 or f16"},
-      {one_launch(R"("grid": [1, 1, 1], "block": [1, 1, 1], "args": [])", R"("scratch": [{"name": "t", "size": 4, "dtype": 2}], )"),
+      {one_launch(R"("grid": [1, 1, 1], "block": [1, 1, 1], "args": [])",
+                  R"("scratch": [{"name": "t", "size": 4, "dtype": 2}], )"),
        "scratch[0] ('t').dtype: expected \"f32\" or \"f16\", found an integer"},
       {one_launch(R"("grid": [1, 1, 1], "block": [1, 1, 1], "args": [])", R"("scratch": [{"name": "y", "size": 4}], )"),
        "scratch[0] ('y'): the name of a tensor of the problem"},
       {one_launch(R"("grid": [1, 1, 1], "block": [1, 1, 1], "args": [])", R"("scratch": [{"name": "C", "size": 4}], )"),
        "scratch[0] ('C'): the name of a dim of the problem"},
-      {one_launch(R"("grid": [1, 1, 1], "block": [1, 1, 1], "args": [])", R"("scratch": [{"name": "EXTRA", "size": 4}], )"),
+      {one_launch(R"("grid": [1, 1, 1], "block": [1, 1, 1], "args": [])",
+                  R"("scratch": [{"name": "EXTRA", "size": 4}], )"),
        "scratch[0] ('EXTRA'): the name of a dim of the problem"},
       {one_launch(R"("grid": [1, 1, 1], "block": [1, 1, 1], "args": [])",
                   R"("scratch": [{"name": "t", "size": 4}, {"name": "t", "size": 8}], )"),
@@ -1027,8 +1142,8 @@ TEST_CASE("launch plan: every wrong JSON kind, missing field and malformed text 
     CHECK_MESSAGE(r->message.find(part) != std::string::npos, r->message);
   }
   // A plan without a kernel's name but with other faults still says what is missing first, by field.
-  CHECK(reject_of(R"({"launches": [{"kernel": "k", "grid": [0, 1, 1], "block": [1, 1, 1], "args": [], "x": 1}]})")->where ==
-        stage::signature);
+  CHECK(reject_of(R"({"launches": [{"kernel": "k", "grid": [0, 1, 1], "block": [1, 1, 1], "args": [], "x": 1}]})")
+            ->where == stage::signature);
 }
 
 TEST_CASE("launch plan: size limits (launches, scratch buffers, arguments, names, text)") {
@@ -1057,7 +1172,8 @@ TEST_CASE("launch plan: size limits (launches, scratch buffers, arguments, names
   }
   auto scratch = [](std::size_t n) {
     std::string s = R"({"scratch": [)";
-    for (std::size_t i = 0; i < n; ++i) s += std::string(i ? ", " : "") + R"({"name": "t)" + std::to_string(i) + R"(", "size": 1})";
+    for (std::size_t i = 0; i < n; ++i)
+      s += std::string(i ? ", " : "") + R"({"name": "t)" + std::to_string(i) + R"(", "size": 1})";
     return s + R"(], "launches": [{"kernel": "k", "grid": [1, 1, 1], "block": [1, 1, 1], "args": []}]})";
   };
   CHECK(resolve_launch_plan(test_problem(), test_dims(), scratch(32)).scratch.size() == 32);
@@ -1074,11 +1190,13 @@ TEST_CASE("launch plan: size limits (launches, scratch buffers, arguments, names
   REQUIRE(r);
   CHECK(r->message == "launches[0] (kernel 'k').args: 129 arguments (at most 128)");
   const std::string name256 = "k" + std::string(255, 'a');
-  CHECK(resolve_launch_plan(test_problem(), test_dims(),
-                            R"({"launches": [{"kernel": ")" + name256 + R"(", "grid": [1, 1, 1], "block": [1, 1, 1], "args": []}]})")
+  CHECK(resolve_launch_plan(
+            test_problem(), test_dims(),
+            R"({"launches": [{"kernel": ")" + name256 + R"(", "grid": [1, 1, 1], "block": [1, 1, 1], "args": []}]})")
             .launches[0]
             .kernel == name256);
-  r = reject_of(R"({"launches": [{"kernel": ")" + name256 + R"(a", "grid": [1, 1, 1], "block": [1, 1, 1], "args": []}]})");
+  r = reject_of(R"({"launches": [{"kernel": ")" + name256 +
+                R"(a", "grid": [1, 1, 1], "block": [1, 1, 1], "args": []}]})");
   REQUIRE(r);
   CHECK(r->message == "launches[0].kernel: a name of 257 bytes (at most 256)");
   // The text: white space counts, so a plan of 65536 bytes is read and one byte more is not.
@@ -1091,7 +1209,8 @@ TEST_CASE("launch plan: size limits (launches, scratch buffers, arguments, names
 }
 
 TEST_CASE("launch plan: absurd or unlaunchable values are resources rejects") {
-  auto res = [](std::string const& members, std::string const& top = "", device_limits const& limits = {}) {
+  auto res = [](std::string const& members, std::string const& top = "",
+                device_limits const& limits = limits_for_arch("sm_90")) {
     auto r = reject_of(one_launch(members, top), test_dims(), limits);
     REQUIRE_MESSAGE(r, members);
     CHECK_MESSAGE(r->where == stage::resources, r->message);
@@ -1102,23 +1221,25 @@ TEST_CASE("launch plan: absurd or unlaunchable values are resources rejects") {
   res(R"("grid": [1, 1, 1], "block": [-32, 1, 1], "args": [])");
   res(R"("grid": [1, 1, 1], "block": [1, 1, 1], "cluster": [1, 0, 1], "args": [])");
   CHECK(res(R"("grid": [1, 1, 1], "block": [1025, 1, 1], "args": [])") ==
-        "launches[0] (kernel 'k'): block 1025 x 1 x 1: at most 1024 threads per block (z at most 64)");
+        "launches[0] (kernel 'k'): block 1025 x 1 x 1: at most 1024 threads per block, and at most 1024 x 1024 x 64 on "
+        "sm_90");
   res(R"("grid": [1, 1, 1], "block": [1, 1, 65], "args": [])");
   res(R"("grid": [1, 1, 1], "block": [32, 32, 2], "args": [])");
   res(R"("grid": [1, 1, 1], "block": [9223372036854775807, 9223372036854775807, 2], "args": [])");
   CHECK(res(R"("grid": [1, 65536, 1], "block": [1, 1, 1], "args": [])") ==
-        "launches[0] (kernel 'k'): grid 1 x 65536 x 1: at most 2147483647 x 65535 x 65535");
+        "launches[0] (kernel 'k'): grid 1 x 65536 x 1: at most 2147483647 x 65535 x 65535 on sm_90");
   res(R"("grid": [2147483648, 1, 1], "block": [1, 1, 1], "args": [])");
   res(R"("grid": [1, 1, 65536], "block": [1, 1, 1], "args": [])");
   CHECK(res(R"("grid": [9, 3, 1], "block": [1, 1, 1], "cluster": [3, 3, 1], "args": [])") ==
-        "launches[0] (kernel 'k'): cluster 3 x 3 x 1: at most 8 blocks per cluster");
+        "launches[0] (kernel 'k'): cluster 3 x 3 x 1: at most 8 blocks per cluster on sm_90");
   CHECK(res(R"("grid": [6, 1, 1], "block": [1, 1, 1], "cluster": [4, 1, 1], "args": [])") ==
         "launches[0] (kernel 'k'): grid 6 x 1 x 1 is not a multiple of the cluster 4 x 1 x 1");
   CHECK(res(R"("grid": [1, 1, 1], "block": [1, 1, 1], "smem": -1, "args": [])") ==
-        "launches[0] (kernel 'k'): -1 bytes of dynamic shared memory (0 to 232448)");
+        "launches[0] (kernel 'k'): -1 bytes of dynamic shared memory (0 to 232448 on sm_90)");
   res(R"("grid": [1, 1, 1], "block": [1, 1, 1], "smem": 232449, "args": [])");
   const std::string ok = R"("grid": [1, 1, 1], "block": [1, 1, 1], "args": [])";
-  CHECK(res(ok, R"("scratch": [{"name": "t", "size": "N - N"}], )") == "scratch[0] ('t'): size 0 elements (at least 1)");
+  CHECK(res(ok, R"("scratch": [{"name": "t", "size": "N - N"}], )") ==
+        "scratch[0] ('t'): size 0 elements (at least 1)");
   res(ok, R"("scratch": [{"name": "t", "size": -5}], )");
   CHECK(res(ok, R"("scratch": [{"name": "t", "size": 17179869185}], )") ==
         "scratch[0] ('t'): 17179869185 elements of 4 bytes: over the limit of 68719476736 bytes");
@@ -1128,24 +1249,41 @@ TEST_CASE("launch plan: absurd or unlaunchable values are resources rejects") {
   // At the limits: accepted.
   const auto edge = resolve_launch_plan(
       test_problem(), test_dims(),
-      one_launch(R"("grid": [2147483640, 65535, 65535], "block": [16, 1, 64], "cluster": [8, 1, 1], "smem": 232448, "args": [])",
-                 R"("scratch": [{"name": "t", "size": 34359738368, "dtype": "f16"}], )"));
+      one_launch(
+          R"("grid": [2147483640, 65535, 65535], "block": [16, 1, 64], "cluster": [8, 1, 1], "smem": 232448, "args": [])",
+          R"("scratch": [{"name": "t", "size": 34359738368, "dtype": "f16"}], )"));
   CHECK(edge.scratch == std::vector<std::uint64_t>{std::uint64_t{1} << 36});
   // The limits are a parameter.
-  device_limits small;
+  auto small = limits_for_arch("sm_90");
   small.max_threads_per_block = 256;
-  small.max_dynamic_smem = 1000;
-  res(R"("grid": [1, 1, 1], "block": [512, 1, 1], "args": [])", "", small);
-  res(R"("grid": [1, 1, 1], "block": [1, 1, 1], "smem": 1001, "args": [])", "", small);
+  small.max_smem_per_block = 1000;
+  small.source = "a small device";
+  CHECK(res(R"("grid": [1, 1, 1], "block": [512, 1, 1], "args": [])", "", small) ==
+        "launches[0] (kernel 'k'): block 512 x 1 x 1: at most 256 threads per block, and at most 1024 x 1024 x 64 on a "
+        "small device");
+  CHECK(res(R"("grid": [1, 1, 1], "block": [1, 1, 1], "smem": 1001, "args": [])", "", small) ==
+        "launches[0] (kernel 'k'): 1001 bytes of dynamic shared memory (0 to 1000 on a small device)");
+  small.max_block[1] = 4;
+  CHECK(res(R"("grid": [1, 1, 1], "block": [1, 8, 1], "args": [])", "", small) ==
+        "launches[0] (kernel 'k'): block 1 x 8 x 1: at most 256 threads per block, and at most 1024 x 4 x 64 on a "
+        "small device");
+  small.max_grid[2] = 3;
+  res(R"("grid": [1, 1, 4], "block": [1, 1, 1], "args": [])", "", small);
+  CHECK_FALSE(reject_of(one_launch(R"("grid": [1, 1, 3], "block": [1, 1, 1], "args": [])"), test_dims(), small));
+  // A default-constructed device_limits admits nothing.
+  CHECK(res(R"("grid": [1, 1, 1], "block": [1, 1, 1], "args": [])", "", device_limits{}).find("block 1 x 1 x 1") !=
+        std::string::npos);
   // Signature problems anywhere come before resources problems anywhere.
-  auto r = reject_of(one_launch(R"("grid": [0, 1, 1], "block": [1, 1, 1], "args": []}, {"kernel": "k", "grid": [1, 1, 1], "block": [1, 1, 1], "args": ["nope"])"));
+  auto r = reject_of(one_launch(
+      R"("grid": [0, 1, 1], "block": [1, 1, 1], "args": []}, {"kernel": "k", "grid": [1, 1, 1], "block": [1, 1, 1], "args": ["nope"])"));
   REQUIRE(r);
   CHECK(r->where == stage::signature);
 }
 
 TEST_CASE("launch plan: check_plan_against, each branch") {
-  const auto plan = resolve_launch_plan(test_problem(), test_dims(),
-                                        R"({"launches": [{"kernel": "a", "grid": [1, 1, 1], "block": [256, 1, 1], "smem": 1024, "args": ["x", "y", "N"]},
+  const auto plan = resolve_launch_plan(
+      test_problem(), test_dims(),
+      R"({"launches": [{"kernel": "a", "grid": [1, 1, 1], "block": [256, 1, 1], "smem": 1024, "args": ["x", "y", "N"]},
                                                         {"kernel": "b", "grid": [1, 1, 1], "block": [128, 2, 1], "args": ["y", "C"]}]})");
   auto good = [] {
     cubin_info info;
@@ -1191,7 +1329,8 @@ TEST_CASE("launch plan: check_plan_against, each branch") {
     auto r = check_plan_against(plan, info);
     REQUIRE(r);
     CHECK(r->where == stage::resources);
-    CHECK(r->message == "launches[1] (kernel 'b'): a block of 256 threads, above the kernel's __launch_bounds__ of 255");
+    CHECK(r->message ==
+          "launches[1] (kernel 'b'): a block of 256 threads, above the kernel's __launch_bounds__ of 255");
     info.kernels[1].max_threads = 256;
     CHECK_FALSE(check_plan_against(plan, info));
   }
@@ -1222,11 +1361,20 @@ TEST_CASE("launch plan: check_plan_against, each branch") {
     r = check_plan_against(wide, info);
     REQUIRE(r);
     CHECK(r->where == stage::resources);
-    CHECK(r->message ==
-          "launches[0] (kernel 'a'): 255 registers x 257 threads need 73728 registers per block (at most 65536, "
-          "allocated per warp in units of 256)");
+    CHECK(
+        r->message ==
+        "launches[0] (kernel 'a'): 255 registers x 257 threads need 73728 registers per block (at most 65536 on sm_90, "
+        "allocated per warp in units of 256)");
     info.kernels[0].registers = 224;  // 7168 per warp, 9 warps: 64512
     CHECK_FALSE(check_plan_against(wide, info));
+    auto fewer = limits_for_arch("sm_90");  // the register budget is the limits'
+    fewer.max_registers_per_block = 32768;
+    fewer.source = "a device with half the registers";
+    r = check_plan_against(wide, info, fewer);
+    REQUIRE(r);
+    CHECK(r->message ==
+          "launches[0] (kernel 'a'): 224 registers x 257 threads need 64512 registers per block (at most 32768 on a "
+          "device with half the registers, allocated per warp in units of 256)");
   }
   {  // static + dynamic shared memory
     auto info = good();
@@ -1236,10 +1384,17 @@ TEST_CASE("launch plan: check_plan_against, each branch") {
     auto r = check_plan_against(plan, info);
     REQUIRE(r);
     CHECK(r->where == stage::resources);
-    CHECK(r->message == "launches[0] (kernel 'a'): 231425 bytes of static and 1024 of dynamic shared memory (at most 232448 together)");
-    device_limits more;
-    more.max_block_smem = 300000;
+    CHECK(r->message ==
+          "launches[0] (kernel 'a'): 231425 bytes of static and 1024 of dynamic shared memory (at most 232448 together "
+          "on sm_90)");
+    auto more = limits_for_arch("sm_90");
+    more.max_smem_per_block = 300000;
     CHECK_FALSE(check_plan_against(plan, info, more));
+    r = check_plan_against(plan, info, limits_for_arch("sm_86"));
+    REQUIRE(r);
+    CHECK(r->message ==
+          "launches[0] (kernel 'a'): 231425 bytes of static and 1024 of dynamic shared memory (at most 101376 together "
+          "on sm_86)");
   }
   {  // signature in a later launch beats resources in an earlier one
     auto info = good();
@@ -1251,14 +1406,243 @@ TEST_CASE("launch plan: check_plan_against, each branch") {
   }
 }
 
+// ---- device limits: the table, the device, the protocol ------------------------------------------
+
+namespace {
+
+/// What an H200's driver reports (cuDeviceGetAttribute), as the worker sends it.
+cuda_protocol::device_info h200() {
+  cuda_protocol::device_info d;
+  d.present = 1;
+  d.name = "NVIDIA H200";
+  d.cc_major = 9;
+  d.cc_minor = 0;
+  d.max_threads_per_block = 1024;
+  d.max_block[0] = 1024, d.max_block[1] = 1024, d.max_block[2] = 64;
+  d.max_grid[0] = 2147483647, d.max_grid[1] = 65535, d.max_grid[2] = 65535;
+  d.max_smem_per_block = 49152;
+  d.max_smem_per_block_optin = 232448;
+  d.max_registers_per_block = 65536;
+  d.cluster_launch = 1;
+  return d;
+}
+
+void same_numbers(device_limits const& a, device_limits const& b) {
+  CHECK(a.max_threads_per_block == b.max_threads_per_block);
+  for (int d = 0; d < 3; ++d) {
+    CHECK(a.max_block[d] == b.max_block[d]);
+    CHECK(a.max_grid[d] == b.max_grid[d]);
+  }
+  CHECK(a.max_smem_per_block == b.max_smem_per_block);
+  CHECK(a.max_registers_per_block == b.max_registers_per_block);
+  CHECK(a.max_cluster == b.max_cluster);
+  CHECK(a.max_scratch_bytes == b.max_scratch_bytes);
+}
+
+}  // namespace
+
+TEST_CASE("launch plan device limits: one table with a row for each known architecture") {
+  struct expected {
+    char const* arch;
+    int cc;
+    std::int64_t smem, cluster;
+  };
+  // Opt-in shared memory per block: shared memory per SM less the 1 KiB the driver reserves per block.
+  const expected rows[] = {{"sm_80", 80, 166912, 1},   {"sm_86", 86, 101376, 1},    {"sm_87", 87, 166912, 1},
+                           {"sm_89", 89, 101376, 1},   {"sm_90", 90, 232448, 8},    {"sm_90a", 90, 232448, 8},
+                           {"sm_100", 100, 232448, 8}, {"sm_100a", 100, 232448, 8}, {"sm_120", 120, 101376, 8}};
+  REQUIRE(std::size(arch_limits_table) == std::size(rows));
+  for (std::size_t i = 0; i < std::size(rows); ++i) {
+    auto const& e = rows[i];
+    INFO(e.arch);
+    CHECK(arch_limits_table[i].arch == e.arch);
+    CHECK(arch_limits_table[i].compute_capability == e.cc);
+    const auto l = limits_for_arch(e.arch);
+    CHECK(l.source == e.arch);
+    CHECK(l.max_threads_per_block == 1024);
+    CHECK(l.max_block[0] == 1024);
+    CHECK(l.max_block[1] == 1024);
+    CHECK(l.max_block[2] == 64);
+    CHECK(l.max_grid[0] == 2147483647);
+    CHECK(l.max_grid[1] == 65535);
+    CHECK(l.max_grid[2] == 65535);
+    CHECK(l.max_smem_per_block == e.smem);
+    CHECK(l.max_registers_per_block == 65536);
+    CHECK(l.max_cluster == e.cluster);
+    CHECK(l.max_scratch_bytes == std::int64_t{1} << 36);
+  }
+  // The default the library uses where a caller passes no limits is sm_90's row.
+  CHECK(default_arch == "sm_90");
+  try {
+    (void)resolve_launch_plan(test_problem(), test_dims(),
+                              one_launch(R"("grid": [1, 1, 1], "block": [1, 1, 1], "smem": 232449, "args": [])"));
+    FAIL("no reject");
+  } catch (plan_reject const& r) {
+    CHECK(r.message == "launches[0] (kernel 'k'): 232449 bytes of dynamic shared memory (0 to 232448 on sm_90)");
+  }
+}
+
+TEST_CASE("launch plan device limits: sm_90's row is what an H200 reports, and the device's limits win over the arch's") {
+  const auto table = limits_for_arch("sm_90");
+  const auto device = limits_for_device(h200(), "sm_86");  // a device: the problem's arch does not matter
+  same_numbers(device, table);
+  CHECK(device.source == "NVIDIA H200 (sm_90)");
+  // The device's numbers are used as reported, not the table's.
+  auto odd = h200();
+  odd.max_smem_per_block_optin = 100000;
+  odd.max_grid[1] = 1000;
+  odd.max_registers_per_block = 32768;
+  const auto l = limits_for_device(odd, "sm_90");
+  CHECK(l.max_smem_per_block == 100000);
+  CHECK(l.max_grid[1] == 1000);
+  CHECK(l.max_registers_per_block == 32768);
+  auto r =
+      reject_of(one_launch(R"("grid": [1, 1, 1], "block": [1, 1, 1], "smem": 100001, "args": [])"), test_dims(), l);
+  REQUIRE(r);
+  CHECK(r->where == stage::resources);
+  CHECK(r->message ==
+        "launches[0] (kernel 'k'): 100001 bytes of dynamic shared memory (0 to 100000 on NVIDIA H200 (sm_90))");
+  // Clusters only where the driver can launch them.
+  odd.cluster_launch = 0;
+  CHECK(limits_for_device(odd, "sm_90").max_cluster == 1);
+  // No device: the table's row for the problem's arch.
+  cuda_protocol::device_info none;
+  none.message = "cannot open libcuda.so.1";
+  const auto fallback = limits_for_device(none, "sm_86");
+  same_numbers(fallback, limits_for_arch("sm_86"));
+  CHECK(fallback.source == "sm_86");
+  // A device that reports a limit below 1 is not used.
+  auto broken = h200();
+  broken.max_threads_per_block = 0;
+  CHECK_THROWS_AS((void)limits_for_device(broken, "sm_90"), error);
+}
+
+TEST_CASE("launch plan device limits: an unknown architecture is refused, naming the known ones") {
+  for (char const* arch : {"sm_75", "", "SM_90", "sm_90 ", "compute_90", "sm_9"}) {
+    INFO(arch);
+    try {
+      (void)limits_for_arch(arch);
+      FAIL("no error");
+    } catch (error const& e) {
+      const std::string m = e.what();
+      CHECK(m.find("unknown GPU architecture '" + std::string(arch) + "'") == 0);
+      CHECK(m.find("knows sm_80, sm_86, sm_87, sm_89, sm_90, sm_90a, sm_100, sm_100a, sm_120") != std::string::npos);
+    }
+  }
+  cuda_protocol::device_info none;
+  CHECK_THROWS_AS((void)limits_for_device(none, "sm_75"), error);  // no device, and no row either
+}
+
+TEST_CASE("launch plan device limits: a plan that fits sm_90 is refused by sm_86's limits, which the message names") {
+  const auto sm90 = limits_for_arch("sm_90"), sm86 = limits_for_arch("sm_86");
+  const std::string big =
+      one_launch(R"("grid": [1, 1, 1], "block": [256, 1, 1], "smem": 110000, "args": ["x", "y", "N"])");
+  CHECK_FALSE(reject_of(big, test_dims(), sm90));
+  auto r = reject_of(big, test_dims(), sm86);
+  REQUIRE(r);
+  CHECK(r->where == stage::resources);
+  CHECK(r->message == "launches[0] (kernel 'k'): 110000 bytes of dynamic shared memory (0 to 101376 on sm_86)");
+  // At sm_86's limit: accepted.
+  CHECK_FALSE(
+      reject_of(one_launch(R"("grid": [1, 1, 1], "block": [1, 1, 1], "smem": 101376, "args": [])"), test_dims(), sm86));
+  // A cluster: fine on sm_90, none before it.
+  const std::string clustered =
+      one_launch(R"("grid": [2, 1, 1], "block": [1, 1, 1], "cluster": [2, 1, 1], "args": [])");
+  CHECK_FALSE(reject_of(clustered, test_dims(), sm90));
+  r = reject_of(clustered, test_dims(), limits_for_arch("sm_80"));
+  REQUIRE(r);
+  CHECK(r->where == stage::resources);
+  CHECK(r->message == "launches[0] (kernel 'k'): cluster 2 x 1 x 1: no thread block clusters on sm_80");
+  // Static + dynamic against the cubin: the same plan passes sm_90's check and fails sm_86's.
+  const auto plan = resolve_launch_plan(
+      test_problem(), test_dims(),
+      one_launch(R"("grid": [1, 1, 1], "block": [256, 1, 1], "smem": 90000, "args": ["x", "y", "N"])"), sm86);
+  cubin_info info;
+  info.sm = 90;
+  info.kernels = {kernel("k", 3)};
+  info.kernels[0].static_smem = 20000;
+  CHECK_FALSE(check_plan_against(plan, info, sm90));
+  const auto c = check_plan_against(plan, info, sm86);
+  REQUIRE(c);
+  CHECK(c->where == stage::resources);
+  CHECK(c->message ==
+        "launches[0] (kernel 'k'): 20000 bytes of static and 90000 of dynamic shared memory (at most 101376 together "
+        "on sm_86)");
+}
+
+TEST_CASE("cuda protocol: the device reply round-trips and any other layout is a wire error") {
+  auto d = h200();
+  d.message = "m";
+  const auto back = cuda_protocol::decode_device(cuda_protocol::encode(d));
+  CHECK(back.present == 1);
+  CHECK(back.message == "m");
+  CHECK(back.name == "NVIDIA H200");
+  CHECK(back.cc_major == 9);
+  CHECK(back.cc_minor == 0);
+  CHECK(back.max_threads_per_block == 1024);
+  for (int i = 0; i < 3; ++i) {
+    CHECK(back.max_block[i] == d.max_block[i]);
+    CHECK(back.max_grid[i] == d.max_grid[i]);
+  }
+  CHECK(back.max_smem_per_block == 49152);
+  CHECK(back.max_smem_per_block_optin == 232448);
+  CHECK(back.max_registers_per_block == 65536);
+  CHECK(back.cluster_launch == 1);
+  const auto none = cuda_protocol::decode_device(cuda_protocol::encode(cuda_protocol::device_info{}));
+  CHECK(none.present == 0);
+  // What an older worker answers to a request type it does not know: an encoded reply.
+  cuda_protocol::reply old;
+  old.st = cuda_protocol::status::bad_request;
+  old.message = "wire: message body ends early";
+  CHECK_THROWS_AS((void)cuda_protocol::decode_device(cuda_protocol::encode(old)), wire_error);
+  const auto body = cuda_protocol::encode(d);
+  CHECK_THROWS_AS((void)cuda_protocol::decode_device(body.substr(0, body.size() - 1)), wire_error);
+  CHECK_THROWS_AS((void)cuda_protocol::decode_device(body + "x"), wire_error);
+  CHECK(static_cast<std::uint32_t>(cuda_protocol::request::device) >
+        static_cast<std::uint32_t>(cuda_protocol::request::time));
+}
+
+TEST_CASE("cuda worker: answers the device request, with the driver's limits or the reason there are none") {
+#ifndef KB_HAVE_CUDA_WORKER
+  MESSAGE("skipped: built without the CUDA toolkit (no kernelbrain-cuda-worker)");
+#else
+  worker_process w(find_cuda_worker(), cuda_protocol::role);
+  const auto r =
+      w.call(static_cast<std::uint32_t>(cuda_protocol::request::device), {}, std::chrono::milliseconds(60000));
+  REQUIRE_MESSAGE(r.st == worker_reply::status::reply, r.why);
+  CHECK(r.msg.type == static_cast<std::uint32_t>(cuda_protocol::request::device));
+  const auto d = cuda_protocol::decode_device(r.msg.body);
+  if (!d.present) {
+    // No driver or no device (CI): the reason, and the table stands in for the problem's arch.
+    MESSAGE("no device: " << d.message);
+    CHECK_FALSE(d.message.empty());
+    CHECK(limits_for_device(d, "sm_90a").source == "sm_90a");
+  } else {
+    MESSAGE("device: " << d.name << " (sm_" << d.cc_major << d.cc_minor << ")");
+    const auto l = limits_for_device(d, "sm_90");
+    // Where the device is an architecture the table knows, the table's row agrees with the driver.
+    const std::string arch = "sm_" + std::to_string(d.cc_major) + std::to_string(d.cc_minor);
+    bool known = false;
+    for (auto const& row : arch_limits_table) known = known || row.arch == arch;
+    if (known) same_numbers(l, limits_for_arch(arch));
+    CHECK(d.max_smem_per_block == 49152);  // the default without the opt-in
+  }
+  // The worker goes on serving after a device request (the context is created by the first run).
+  CHECK(w.running());
+#endif
+}
+
 // ---- generated input ------------------------------------------------------------------------------
 
 TEST_CASE("launch plan fuzz: well-formed expressions agree with a 128-bit reference") {
   const auto seed = fuzz_seed();
   rng r(seed);
-  std::vector<std::pair<std::string, std::int64_t>> symbols = {
-      {"A", 0}, {"B", 1}, {"C", -1}, {"D", 2}, {"E", 3}, {"MAX", i64_max}, {"MIN", i64_min}, {"H", std::int64_t{1} << 32},
-      {"S", 3037000500}, {"Q", std::int64_t{1} << 62}, {"R", 0}, {"N_1", 1000}};
+  std::vector<std::pair<std::string, std::int64_t>> symbols = {{"A", 0},          {"B", 1},
+                                                               {"C", -1},         {"D", 2},
+                                                               {"E", 3},          {"MAX", i64_max},
+                                                               {"MIN", i64_min},  {"H", std::int64_t{1} << 32},
+                                                               {"S", 3037000500}, {"Q", std::int64_t{1} << 62},
+                                                               {"R", 0},          {"N_1", 1000}};
   const auto look = lookup_of(symbols);
   std::size_t counts[5] = {};
   const std::uint64_t n = 450000;
@@ -1290,13 +1674,72 @@ TEST_CASE("launch plan fuzz: well-formed expressions agree with a 128-bit refere
 TEST_CASE("launch plan fuzz: malformed and hostile expressions give a value or kernelbrain::error") {
   const auto seed = fuzz_seed() + 1;
   rng r(seed);
-  const std::vector<std::pair<std::string, std::int64_t>> symbols = {{"N", 4096}, {"C", 0}, {"X", i64_min}, {"Y", i64_max}};
+  const std::vector<std::pair<std::string, std::int64_t>> symbols = {
+      {"N", 4096}, {"C", 0}, {"X", i64_min}, {"Y", i64_max}};
   const auto look = lookup_of(symbols);
-  static char const* const tokens[] = {
-      "0", "1", "7", "42", "9223372036854775807", "9223372036854775808", "99999999999999999999999", "N", "C", "X", "Y",
-      "unknown", "min", "max", "ceil_div", "pow2", "floor", "(", "(", ")", ")", ",", "+", "-", "-", "*", "/", "%", "!",
-      "<", "<=", ">", ">=", "==", "!=", "&&", "||", "|", "&", "=", "?", ":", "[", "]", "{", "}", "\"", "'", "\\", " ",
-      "\t", "\n", "\x01", "\x7f", "\x80", "\xff", "\xc3\xa9", "0x10", "1e9", "1.5", "_", "__", "N_"};
+  static char const* const tokens[] = {"0",
+                                       "1",
+                                       "7",
+                                       "42",
+                                       "9223372036854775807",
+                                       "9223372036854775808",
+                                       "99999999999999999999999",
+                                       "N",
+                                       "C",
+                                       "X",
+                                       "Y",
+                                       "unknown",
+                                       "min",
+                                       "max",
+                                       "ceil_div",
+                                       "pow2",
+                                       "floor",
+                                       "(",
+                                       "(",
+                                       ")",
+                                       ")",
+                                       ",",
+                                       "+",
+                                       "-",
+                                       "-",
+                                       "*",
+                                       "/",
+                                       "%",
+                                       "!",
+                                       "<",
+                                       "<=",
+                                       ">",
+                                       ">=",
+                                       "==",
+                                       "!=",
+                                       "&&",
+                                       "||",
+                                       "|",
+                                       "&",
+                                       "=",
+                                       "?",
+                                       ":",
+                                       "[",
+                                       "]",
+                                       "{",
+                                       "}",
+                                       "\"",
+                                       "'",
+                                       "\\",
+                                       " ",
+                                       "\t",
+                                       "\n",
+                                       "\x01",
+                                       "\x7f",
+                                       "\x80",
+                                       "\xff",
+                                       "\xc3\xa9",
+                                       "0x10",
+                                       "1e9",
+                                       "1.5",
+                                       "_",
+                                       "__",
+                                       "N_"};
   const std::uint64_t n = 250000;
   std::uint64_t values = 0;
   for (std::uint64_t it = 0; it < n; ++it) {
@@ -1319,51 +1762,54 @@ TEST_CASE("launch plan fuzz: malformed and hostile expressions give a value or k
         for (auto m = 1 + r.below(3); m > 0 && !text.empty(); --m) {
           const auto at = r.below(text.size());
           const char c = static_cast<char>(r.below(256));
-          if (r.below(2)) text[at] = c;
-          else text.insert(text.begin() + static_cast<std::ptrdiff_t>(at), c);
+          if (r.below(2))
+            text[at] = c;
+          else
+            text.insert(text.begin() + static_cast<std::ptrdiff_t>(at), c);
         }
         break;
       }
       case 4: {  // nested parentheses, balanced
         text = repeat("(", k) + "5" + repeat(")", k);
         want_out = text.size() > max_expression_length ? outcome{outcome::too_long, 0}
-                   : k > 64                             ? outcome{outcome::too_deep, 0}
-                                                        : outcome{outcome::value, 5};
+                   : k > 64                            ? outcome{outcome::too_deep, 0}
+                                                       : outcome{outcome::value, 5};
         break;
       }
       case 5: {  // unary chains
         const bool neg = r.below(2);
         text = repeat(neg ? "-" : "!", k) + "3";
         want_out = text.size() > max_expression_length ? outcome{outcome::too_long, 0}
-                   : k > 64                             ? outcome{outcome::too_deep, 0}
-                   : neg                                ? outcome{outcome::value, k % 2 ? -3 : 3}
-                                                        : outcome{outcome::value, k % 2 ? 0 : 1};
+                   : k > 64                            ? outcome{outcome::too_deep, 0}
+                   : neg                               ? outcome{outcome::value, k % 2 ? -3 : 3}
+                                                       : outcome{outcome::value, k % 2 ? 0 : 1};
         break;
       }
       case 6: {  // nested calls
         text = repeat("max(1, ", k) + "2" + repeat(")", k);
         want_out = text.size() > max_expression_length ? outcome{outcome::too_long, 0}
-                   : k > 64                             ? outcome{outcome::too_deep, 0}
-                                                        : outcome{outcome::value, 2};
+                   : k > 64                            ? outcome{outcome::too_deep, 0}
+                                                       : outcome{outcome::value, 2};
         break;
       }
       case 7: {  // huge literals, with leading zeros sometimes
         text = std::string(r.below(3) == 0 ? r.below(30) : 0, '0');
-        for (std::size_t d = 0; d < k; ++d) text.push_back(static_cast<char>('0' + (d == 0 ? 1 + r.below(9) : r.below(10))));
+        for (std::size_t d = 0; d < k; ++d)
+          text.push_back(static_cast<char>('0' + (d == 0 ? 1 + r.below(9) : r.below(10))));
         const auto digits = text.size() - text.find_first_not_of('0');
         i128 v = 0;
         if (digits <= 19)
           for (char c : text) v = v * 10 + (c - '0');
         want_out = text.size() > max_expression_length ? outcome{outcome::too_long, 0}
-                   : digits > 19 || !fits(v)            ? outcome{outcome::overflow, 0}
-                                                        : outcome{outcome::value, static_cast<std::int64_t>(v)};
+                   : digits > 19 || !fits(v)           ? outcome{outcome::overflow, 0}
+                                                       : outcome{outcome::value, static_cast<std::int64_t>(v)};
         break;
       }
       case 8: {  // long flat sums, around the length limit
         const std::size_t terms = 1900 + r.below(300);
         text = "1" + repeat("+1", terms);
         want_out = text.size() > max_expression_length ? outcome{outcome::too_long, 0}
-                                                        : outcome{outcome::value, static_cast<std::int64_t>(terms + 1)};
+                                                       : outcome{outcome::value, static_cast<std::int64_t>(terms + 1)};
         break;
       }
       default: {  // random bytes
@@ -1379,7 +1825,8 @@ TEST_CASE("launch plan fuzz: malformed and hostile expressions give a value or k
                                                        : err.find(kind_text(want_out->kind)) != std::string::npos;
       if (!ok)
         FAIL("seed " << seed << ", iteration " << it << ": " << excerpt(text) << " must give "
-                     << (want_out->kind == outcome::value ? std::to_string(want_out->v) : std::string(kind_text(want_out->kind)))
+                     << (want_out->kind == outcome::value ? std::to_string(want_out->v)
+                                                          : std::string(kind_text(want_out->kind)))
                      << ", got " << (err.empty() ? std::to_string(v) : err));
     }
   }
@@ -1426,8 +1873,7 @@ TEST_CASE("launch plan fuzz: generated plans resolve as predicted, and check_pla
     } else {
       ++plans;
     }
-    const bool ok = g.expect == want::typed ||
-                    (g.expect == want::plan && got && same_plan(*got, g.plan)) ||
+    const bool ok = g.expect == want::typed || (g.expect == want::plan && got && same_plan(*got, g.plan)) ||
                     (g.expect == want::signature && rejected && rejected->where == stage::signature &&
                      rejected->message.find(g.message_part) != std::string::npos) ||
                     (g.expect == want::resources && rejected && rejected->where == stage::resources);

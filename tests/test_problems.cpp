@@ -401,7 +401,8 @@ bool is_check_shape(shape const& s) { return s.tier == "smoke" || s.tier == "odd
 // ==================================================================================================
 
 TEST_CASE("adversarial input cases: each kind parses with and without a value, and prints back") {
-  for (std::string text : {"scaled", "scaled:8", "offset:-1000", "constant:0", "ties:4", "spikes:1e6", "signed_zeros"}) {
+  for (std::string text :
+       {"scaled", "scaled:8", "offset:-1000", "constant:0", "ties:4", "spikes:1e6", "signed_zeros"}) {
     INFO(text);
     const auto c = input_case::parse(text);
     REQUIRE(c.has_value());
@@ -411,12 +412,14 @@ TEST_CASE("adversarial input cases: each kind parses with and without a value, a
   }
   CHECK(input_case::parse("scaled")->value == 64);
   CHECK(input_case::parse("offset")->value == 1000);
-  for (std::string bad : {"", "scaled:", "scaled:x", "scaled:1e40", "ties:-1", "ties:0", "signed_zeros:1", "Scaled", "scaled:nan"}) {
+  for (std::string bad :
+       {"", "scaled:", "scaled:x", "scaled:1e40", "ties:-1", "ties:0", "signed_zeros:1", "Scaled", "scaled:nan"}) {
     INFO(bad);
     CHECK_FALSE(input_case::parse(bad).has_value());
   }
   auto positive = default_cases("positive");
-  CHECK(std::none_of(positive.begin(), positive.end(), [](auto const& c) { return c.what == input_case::kind::signed_zeros; }));
+  CHECK(std::none_of(positive.begin(), positive.end(),
+                     [](auto const& c) { return c.what == input_case::kind::signed_zeros; }));
 }
 
 TEST_CASE("load_problem reads a well-formed problem directory") {
@@ -494,7 +497,7 @@ TEST_CASE("load_problem reads a well-formed problem directory") {
   CHECK(instantiate(l.catalogue[1], {{"U", 4}, {"V", 2}}, "test").launch ==
         R"J({"grid":["ceil_div(N, 4)",1],"block":[128]})J");
   write_problem(d.path, mutate(R"("template": "templates/t.cpp",)",
-                                 R"("template": "templates/t.cpp", "launch": {"grid": "${Z}"},)"));
+                               R"("template": "templates/t.cpp", "launch": {"grid": "${Z}"},)"));
   check_message(load_error(d.path), {"catalogue[1].launch: uses ${Z}, which is not one of its parameters (U, V)"});
   write_problem(d.path, mutate(R"("template": "templates/t.cpp",)", R"("launch": "grid ${U} ${V}",)"), "// fixed\n");
   CHECK(load_problem(d.path).catalogue[1].templ->launch == "grid ${U} ${V}");

@@ -12,8 +12,8 @@
 
 #include <chrono>
 #include <filesystem>
+#include <kernelbrain/detail/worker_process.hpp>
 #include <kernelbrain/evaluate/host.hpp>
-#include <kernelbrain/evaluate/worker_process.hpp>
 #include <kernelbrain/search.hpp>
 #include <set>
 #include <string>
@@ -23,6 +23,7 @@
 #include "temp_dir.hpp"
 
 using namespace kernelbrain;
+using namespace kernelbrain::detail;  // these tests reach the process and wire plumbing
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
@@ -125,8 +126,7 @@ TEST_CASE("processes: the --exec supervisor exits the way its program did, under
   CHECK(limits.succeeded());
   CHECK(limits.output == "7\n1048576\n2048\n0\n");  // ulimit -f counts 512-byte blocks
   // A program that cannot be run: status 127 and the message the host compiler looks for.
-  const auto missing =
-      run_captured(limited_command(find_host_worker(), {}, {"kb-no-such-program", "--version"}), 30s);
+  const auto missing = run_captured(limited_command(find_host_worker(), {}, {"kb-no-such-program", "--version"}), 30s);
   REQUIRE(WIFEXITED(missing.wait_status));
   CHECK(WEXITSTATUS(missing.wait_status) == 127);
   CHECK(missing.output.find("cannot run 'kb-no-such-program'") != std::string::npos);
@@ -229,7 +229,7 @@ TEST_CASE("processes: a worker started by a thread that has ended goes on servin
     std::unique_ptr<host_evaluator> ev;
     bool first = false;
     std::thread([&] {
-      ev = std::make_unique<host_evaluator>(p, o);  // starts the reference worker
+      ev = std::make_unique<host_evaluator>(p, o);                          // starts the reference worker
       first = ev->check(c, std::vector<std::size_t>{0, 1}, 1, 1).passed();  // and the candidate worker
     }).join();
     REQUIRE(first);

@@ -9,9 +9,9 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${BUILD_DIR:-$ROOT/build/h200}
 cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DKERNELBRAIN_BUILD_TESTS=ON \
   -DCMAKE_EXE_LINKER_FLAGS="-static-libstdc++ -static-libgcc" > "$BUILD.configure.log" 2>&1 || { cat "$BUILD.configure.log"; exit 1; }
-cmake --build "$BUILD" --target kernelbrain_cli kernelbrain_cuda_worker kernelbrain_gpu_tests kb_gate_cost -j "$(nproc)"
+cmake --build "$BUILD" --target kernelbrain_cli kernelbrain_cuda_worker kernelbrain_kernel_prep kernelbrain_gpu_tests kb_gate_cost -j "$(nproc)"
 mkdir -p "$ROOT/.h200/new"
-cp "$BUILD/kernelbrain-cuda-worker" "$BUILD/tests/kernelbrain_gpu_tests" "$BUILD/bench/kb_gate_cost" "$BUILD/examples/kernelbrain" \
+cp "$BUILD/kernelbrain-cuda-worker" "$BUILD/kernelbrain_kernel_prep" "$BUILD/tests/kernelbrain_gpu_tests" "$BUILD/bench/kb_gate_cost" "$BUILD/apps/kernelbrain/kernelbrain" \
   "$ROOT/.h200/new/"
 strip "$ROOT/.h200/new/"*
 if [ -n "${OLD:-}" ]; then

@@ -15,7 +15,9 @@
 //     the cubin reader over the whole catalogue;
 //   - every launch plan is resolved at every shape with kernelbrain::resolve_launch_plan and checked
 //     against the cubin's kernels with kernelbrain::check_plan_against (entry points, argument
-//     counts, 8-byte parameters, launch bounds, registers per block, shared memory);
+//     counts, 8-byte parameters, launch bounds, registers per block, shared memory), both with the
+//     limits of the problem's arch (kernelbrain::limits_for_arch: no GPU here to ask; an arch the
+//     table does not know fails the problem);
 //   - a source lint the cubin cannot provide: a pointer parameter whose element type (float or a
 //     16-bit type) differs from the dtype of the tensor the plan passes to it.
 // Exit status is non-zero on any compile error, a register count above the problem's limit, spills
@@ -25,8 +27,8 @@
 // Build: g++ -std=c++20 -O2 -I/usr/local/cuda/include -Iinclude tools/nvrtc_check.cpp
 //            -L/usr/local/cuda/lib64 -lnvrtc -o /tmp/nvrtc_check        (or the CMake target)
 // Run:   nvrtc_check [--samples N] [--seed S] [--only SUBSTR] [--jobs J] [--quiet] [--cubin-dir DIR] DIR...
-#include <boost/json/src.hpp>
 #include <nvrtc.h>
+#include <boost/json/src.hpp>  // header-only KernelBrain: the headers below bring their bodies
 
 #include <algorithm>
 #include <atomic>
@@ -44,15 +46,9 @@
 #include <thread>
 #include <vector>
 
-// The shared bodies this tool needs (it compiles its own, like kernelbrain/src.hpp does).
-#include "kernelbrain/impl/cubin.ipp"
-#include "kernelbrain/impl/ptxas_report.ipp"
-#include "kernelbrain/impl/launch_plan.ipp"
-#include "kernelbrain/impl/problem_loader.ipp"
-
 #include "kernelbrain/evaluate/cubin.hpp"
-#include "kernelbrain/evaluate/ptxas_report.hpp"
 #include "kernelbrain/evaluate/launch_plan.hpp"
+#include "kernelbrain/evaluate/ptxas_report.hpp"
 #include "kernelbrain/generate/template_space.hpp"
 #include "kernelbrain/io/problem_loader.hpp"
 
@@ -123,17 +119,22 @@ std::optional<std::vector<std::string>> pointer_types(std::string const& src, st
   if (cur.find_first_not_of(" \t\r\n") != std::string::npos) raw.push_back(cur);
   std::vector<std::string> out;
   for (auto const& p : raw) {
-    if (p.find('*') == std::string::npos) out.emplace_back();
-    else if (p.find("half") != std::string::npos || p.find("unsigned short") != std::string::npos) out.emplace_back("f16");
-    else if (p.find("float") != std::string::npos) out.emplace_back("f32");
-    else out.emplace_back();
+    if (p.find('*') == std::string::npos)
+      out.emplace_back();
+    else if (p.find("half") != std::string::npos || p.find("unsigned short") != std::string::npos)
+      out.emplace_back("f16");
+    else if (p.find("float") != std::string::npos)
+      out.emplace_back("f32");
+    else
+      out.emplace_back();
   }
   return out;
 }
 
 struct problem_info {
   kb::problem prob;
-  std::string arch = "sm_90";
+  std::string arch{kb::default_arch};
+  kb::device_limits limits;  ///< arch's row of the table: what the plans are checked against
   int max_spill = 0;
   int max_regs = 255;
 };
@@ -216,16 +217,17 @@ outcome check(job const& j) {
     }
     details << "\n";
     if (k.registers > P.max_regs)
-      o.errs.push_back(k.name + ": " + std::to_string(k.registers) + " registers (limit " + std::to_string(P.max_regs) + ")");
+      o.errs.push_back(k.name + ": " + std::to_string(k.registers) + " registers (limit " + std::to_string(P.max_regs) +
+                       ")");
     if (!j.reference && spill > P.max_spill)
-      o.errs.push_back(k.name + ": " + std::to_string(spill) + " B spilled (or local memory, without a report) above the limit " +
-                       std::to_string(P.max_spill));
+      o.errs.push_back(k.name + ": " + std::to_string(spill) +
+                       " B spilled (or local memory, without a report) above the limit " + std::to_string(P.max_spill));
   }
   for (auto const& [name, r] : report)
     if (!info.find(name)) {
       ++o.mismatches;
-      o.errs.push_back("CUBIN READER MISMATCH: the ptxas report names entry point " + name + ", the cubin reader found " +
-                       info.names());
+      o.errs.push_back("CUBIN READER MISMATCH: the ptxas report names entry point " + name +
+                       ", the cubin reader found " + info.names());
     }
   o.details = details.str();
 
@@ -235,21 +237,23 @@ outcome check(job const& j) {
   std::string shape_name;
   auto add = [&](std::string const& e) {
     auto it = std::find_if(plan_errs.begin(), plan_errs.end(), [&](auto const& pe) { return pe.first == e; });
-    if (it == plan_errs.end()) plan_errs.push_back({e, {shape_name}});
-    else if (it->second.back() != shape_name) it->second.push_back(shape_name);
+    if (it == plan_errs.end())
+      plan_errs.push_back({e, {shape_name}});
+    else if (it->second.back() != shape_name)
+      it->second.push_back(shape_name);
   };
   bool any_optin = false;
   std::int64_t worst_smem = 0, max_blocks = 0;
   for (auto const& sh : P.prob.shapes) {
     shape_name = sh.name;
-    kb::cuda_protocol::plan plan;
+    kb::detail::cuda_protocol::plan plan;
     try {
-      plan = kb::resolve_launch_plan(P.prob, sh.dims, j.launch);
+      plan = kb::resolve_launch_plan(P.prob, sh.dims, j.launch, P.limits);
     } catch (kb::plan_reject const& r) {
       add("launch plan rejected (" + std::string(kb::to_string(r.where)) + "): " + r.message);
       continue;
     }
-    if (auto r = kb::check_plan_against(plan, info))
+    if (auto r = kb::check_plan_against(plan, info, P.limits))
       add("launch plan rejected against the cubin (" + std::string(kb::to_string(r->where)) + "): " + r->message);
     for (std::size_t i = 0; i < plan.launches.size(); ++i) {
       auto const& l = plan.launches[i];
@@ -264,7 +268,8 @@ outcome check(job const& j) {
             const auto index = static_cast<std::size_t>(l.args[2 * a + 1]);
             const std::size_t tensors = P.prob.inputs.size() + P.prob.outputs.size();
             if (kind != 0 || index >= tensors || (*types)[a].empty()) continue;
-            auto const& t = index < P.prob.inputs.size() ? P.prob.inputs[index] : P.prob.outputs[index - P.prob.inputs.size()];
+            auto const& t =
+                index < P.prob.inputs.size() ? P.prob.inputs[index] : P.prob.outputs[index - P.prob.inputs.size()];
             if ((*types)[a] != t.dtype)
               add("launches[" + std::to_string(i) + "] (kernel '" + l.kernel + "'): parameter " + std::to_string(a) +
                   " points to " + (*types)[a] + ", the plan passes tensor '" + t.name + "' of " + t.dtype);
@@ -277,12 +282,14 @@ outcome check(job const& j) {
     auto const& [message, shapes] = plan_errs[e];
     std::string where;
     for (auto const& n : shapes) where += (where.empty() ? "" : ", ") + n;
-    o.errs.push_back((shapes.size() == P.prob.shapes.size() ? std::string("every shape") : "shape" + std::string(shapes.size() > 1 ? "s " : " ") + where) +
+    o.errs.push_back((shapes.size() == P.prob.shapes.size()
+                          ? std::string("every shape")
+                          : "shape" + std::string(shapes.size() > 1 ? "s " : " ") + where) +
                      ": " + message);
   }
   if (plan_errs.size() > 6) o.errs.push_back("... " + std::to_string(plan_errs.size() - 6) + " more");
   std::ostringstream s;
-  s << "max smem " << worst_smem << " B" << (any_optin ? " (opt-in)" : "") << ", max blocks " << max_blocks;
+  s << P.arch << ": max smem " << worst_smem << " B" << (any_optin ? " (opt-in)" : "") << ", max blocks " << max_blocks;
   o.summary = s.str();
   return o;
 }
@@ -301,16 +308,25 @@ int main(int argc, char** argv) {
       }
       return argv[++i];
     };
-    if (a == "--samples") opt.samples = std::stoi(next());
-    else if (a == "--seed") opt.seed = std::stoull(next());
-    else if (a == "--only") opt.only = next();
-    else if (a == "--jobs" || a == "-j") opt.jobs = std::max(1, std::stoi(next()));
-    else if (a == "--quiet") opt.quiet = true;
-    else if (a == "--cubin-dir") g_cubin_dir = next();
+    if (a == "--samples")
+      opt.samples = std::stoi(next());
+    else if (a == "--seed")
+      opt.seed = std::stoull(next());
+    else if (a == "--only")
+      opt.only = next();
+    else if (a == "--jobs" || a == "-j")
+      opt.jobs = std::max(1, std::stoi(next()));
+    else if (a == "--quiet")
+      opt.quiet = true;
+    else if (a == "--cubin-dir")
+      g_cubin_dir = next();
     else if (a == "--help" || a == "-h") {
-      std::puts("usage: nvrtc_check [--samples N] [--seed S] [--only SUBSTR] [--jobs J] [--quiet] [--cubin-dir DIR] PROBLEM_DIR...");
+      std::puts(
+          "usage: nvrtc_check [--samples N] [--seed S] [--only SUBSTR] [--jobs J] [--quiet] [--cubin-dir DIR] "
+          "PROBLEM_DIR...");
       return 0;
-    } else dirs.push_back(a);
+    } else
+      dirs.push_back(a);
   }
   if (dirs.empty()) {
     std::fprintf(stderr, "nvrtc_check: give at least one problem directory\n");
@@ -325,15 +341,18 @@ int main(int argc, char** argv) {
     try {
       problem_info info;
       info.prob = kb::load_problem(dir);
-      if (info.prob.backend != "cuda") throw kb::error(dir + ": not a CUDA problem (backend '" + info.prob.backend + "')");
+      if (info.prob.backend != "cuda")
+        throw kb::error(dir + ": not a CUDA problem (backend '" + info.prob.backend + "')");
       auto const& o = info.prob.options;
       if (auto it = o.find("arch"); it != o.end()) info.arch = it->second;
+      info.limits = kb::limits_for_arch(info.arch);
       if (auto it = o.find("nvrtc_check.max_spill_bytes"); it != o.end()) info.max_spill = std::stoi(it->second);
       if (auto it = o.find("nvrtc_check.max_registers"); it != o.end()) info.max_regs = std::stoi(it->second);
       problems.push_back(std::move(info));
       auto const* P = &problems.back();
       auto const& prob = P->prob;
-      if (!prob.reference_launch.empty() && (opt.only.empty() || std::string("reference").find(opt.only) != std::string::npos))
+      if (!prob.reference_launch.empty() &&
+          (opt.only.empty() || std::string("reference").find(opt.only) != std::string::npos))
         jobs.push_back({prob.name + " / reference", prob.reference_source, prob.reference_launch, P, true});
       kb::rng r(opt.seed);
       for (auto const& h : prob.catalogue) {
@@ -345,7 +364,8 @@ int main(int argc, char** argv) {
                     static_cast<unsigned long long>(space.cardinality()), all.size());
         auto central = kb::central_point(space);
         if (!central) {
-          std::printf("FAIL %s / %s: central point not admitted by the constraints\n", prob.name.c_str(), h.name.c_str());
+          std::printf("FAIL %s / %s: central point not admitted by the constraints\n", prob.name.c_str(),
+                      h.name.c_str());
           ++failures;
         }
         std::vector<kb::parameters> pts;
@@ -394,9 +414,10 @@ int main(int argc, char** argv) {
   for (int t = 0; t < opt.jobs; ++t) pool.emplace_back(worker);
   for (auto& t : pool) t.join();
   failures += fails;
-  std::printf("\ncubin reader vs ptxas report: %d entry points cross-checked, %d mismatches; %d without a report "
-              "(local memory used as their spill signal)\n",
-              crosschecked, mismatches, unreported);
+  std::printf(
+      "\ncubin reader vs ptxas report: %d entry points cross-checked, %d mismatches; %d without a report "
+      "(local memory used as their spill signal)\n",
+      crosschecked, mismatches, unreported);
   std::printf("%zu instances compiled, %d failures, max registers %d\n", jobs.size(), failures, max_regs_seen);
   return failures ? 1 : 0;
 }

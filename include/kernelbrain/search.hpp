@@ -1,5 +1,8 @@
-// KernelBrain: everything a researcher needs to compose and run a search. Light on purpose:
-// no JSON, networking or CUDA headers (those live behind kernelbrain/io/ and kernelbrain/evaluate/).
+// KernelBrain: everything a researcher needs to compose and run a search, from headers alone: the
+// core, the default policies and the synthetic backend. Light on purpose: no JSON or CUDA headers.
+// The journal and problem files (kernelbrain/io/) and the host and CUDA backends
+// (kernelbrain/evaluate/) are included on their own; they need Boost.JSON's library source in one .cpp
+// (see kernelbrain/config.hpp).
 #pragma once
 #include "kernelbrain/core/action.hpp"
 #include "kernelbrain/core/budget.hpp"
@@ -22,5 +25,3 @@
 #include "kernelbrain/defaults/default_policies.hpp"
 #include "kernelbrain/evaluate/synthetic.hpp"
 #include "kernelbrain/generate/template_space.hpp"
-#include "kernelbrain/io/journal.hpp"
-#include "kernelbrain/io/problem_loader.hpp"

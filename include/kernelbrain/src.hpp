@@ -1,18 +1,23 @@
-// Include this in exactly one .cpp of a program that uses kernelbrain/io/ (journal, problem files)
-// or kernelbrain/evaluate/host.hpp:
-// it compiles Boost.JSON and KernelBrain's non-template bodies once (Boost.Beast's model).
-// CMake users can link kernelbrain::runtime instead.
+// The separately compiled form of KernelBrain (see kernelbrain/config.hpp): include this in exactly one
+// .cpp of a program built with KERNELBRAIN_SEPARATE_COMPILATION defined everywhere. It compiles
+// Boost.JSON and every KernelBrain body once (Boost.Beast's model). CMake users link
+// kernelbrain::runtime instead, which is this file compiled, with the definition made public.
 #pragma once
+#if !defined(KERNELBRAIN_SEPARATE_COMPILATION)
+#error \
+    "kernelbrain/src.hpp is for KERNELBRAIN_SEPARATE_COMPILATION builds; header-only programs include <boost/json/src.hpp> in one .cpp instead"
+#endif
 #include <boost/json/src.hpp>
-#include "kernelbrain/impl/cubin.ipp"
-#include "kernelbrain/impl/ptxas_report.ipp"
-#include "kernelbrain/impl/journal.ipp"
-#include "kernelbrain/impl/problem_loader.ipp"
-#include "kernelbrain/impl/source_policy.ipp"
+#include "kernelbrain/detail/impl/json_reader.ipp"
+#include "kernelbrain/evaluate/impl/cubin.ipp"
+#include "kernelbrain/evaluate/impl/ptxas_report.ipp"
+#include "kernelbrain/evaluate/impl/source_policy.ipp"
+#include "kernelbrain/io/impl/journal.ipp"
+#include "kernelbrain/io/impl/problem_loader.ipp"
 #if defined(__linux__)  // process-isolated backends: posix_spawn, memfd_create, /proc
-#include "kernelbrain/impl/worker_process.ipp"
-#include "kernelbrain/impl/host_compiler.ipp"
-#include "kernelbrain/impl/host.ipp"
-#include "kernelbrain/impl/launch_plan.ipp"
-#include "kernelbrain/impl/cuda.ipp"  // parent side only: no CUDA headers or libraries
+#include "kernelbrain/detail/impl/host_compiler.ipp"
+#include "kernelbrain/detail/impl/worker_process.ipp"
+#include "kernelbrain/evaluate/impl/cuda.ipp"  // parent side only: no CUDA headers or libraries
+#include "kernelbrain/evaluate/impl/host.ipp"
+#include "kernelbrain/evaluate/impl/launch_plan.ipp"
 #endif

@@ -21,7 +21,8 @@ extern "C" __global__ void k(float* x, float* y, long long R, long long C) {
   __shared__ float red[256];
   const long long r = blockIdx.x; const int t = threadIdx.x;
   const float* xr = x + r * C; float* yr = y + r * C;
-  )" + h.prologue + R"(
+  )" + h.prologue +
+         R"(
   float m = -3.0e38f;
   for (long long c = t; c < C; c += 256) m = fmaxf(m, xr[c]);
   red[t] = m; __syncthreads();
@@ -32,9 +33,12 @@ extern "C" __global__ void k(float* x, float* y, long long R, long long C) {
   red[t] = sum; __syncthreads();
   for (int s = 128; s > 0; s >>= 1) { if (t < s) red[t] += red[t + s]; __syncthreads(); }
   sum = red[0];
-  )" + h.before_write + R"(
-  for (long long c = t; c < C; c += 256) { )" + h.write + R"( }
-  )" + h.after + "\n}\n";
+  )" + h.before_write +
+         R"(
+  for (long long c = t; c < C; c += 256) { )" +
+         h.write + R"( }
+  )" + h.after +
+         "\n}\n";
 }
 
 }  // namespace kb_test

@@ -6,13 +6,13 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <kernelbrain/core/candidate.hpp>
+#include <kernelbrain/evaluate/cuda.hpp>
+#include <kernelbrain/io/problem_loader.hpp>
 #include <memory>
 #include <string>
 #include <thread>
 #include <vector>
-#include <kernelbrain/core/candidate.hpp>
-#include <kernelbrain/evaluate/cuda.hpp>
-#include <kernelbrain/io/problem_loader.hpp>
 #include "softmax_kernels.hpp"
 
 using namespace kernelbrain;
@@ -42,7 +42,8 @@ const std::size_t shapes[] = {0, 1};
 std::vector<candidate> distinct_softmaxes(int n, std::string const& exponent) {
   std::vector<candidate> cs;
   for (int i = 0; i < n; ++i)
-    cs.push_back(cand(softmax_body("", "yr[c] = expf(xr[c] - m) / sum * (1.0f + " + std::to_string(i) + exponent + ");")));
+    cs.push_back(
+        cand(softmax_body("", "yr[c] = expf(xr[c] - m) / sum * (1.0f + " + std::to_string(i) + exponent + ");")));
   return cs;
 }
 
@@ -67,8 +68,7 @@ TEST_CASE("cuda backend: a bad-kernel corpus is rejected at the right stage, a c
     CHECK(v.where == stage::pass);
   }
   SUBCASE("out-of-bounds write: crash, then a fresh worker") {
-    const auto v =
-        ev.check(cand(softmax_body("", "yr[c + (1LL << 38)] = 1.f;")), shapes, 1, 13);
+    const auto v = ev.check(cand(softmax_body("", "yr[c + (1LL << 38)] = 1.f;")), shapes, 1, 13);
     INFO(v.detail);
     CHECK(v.where == stage::crash);
     const auto ok = ev.check(cand(softmax_body("", "yr[c] = expf(xr[c] - m) / sum;")), shapes, 1, 14);
@@ -76,8 +76,9 @@ TEST_CASE("cuda backend: a bad-kernel corpus is rejected at the right stage, a c
     CHECK(ok.where == stage::pass);
   }
   SUBCASE("infinite loop: timeout") {
-    const auto v = ev.check(
-        cand(softmax_body("for (;;) { __nanosleep(1000); if (clock64() < 0) break; }", "yr[c] = expf(xr[c] - m) / sum;")), shapes, 1, 15);
+    const auto v = ev.check(cand(softmax_body("for (;;) { __nanosleep(1000); if (clock64() < 0) break; }",
+                                              "yr[c] = expf(xr[c] - m) / sum;")),
+                            shapes, 1, 15);
     INFO(v.detail);
     CHECK(v.where == stage::timeout);
   }
@@ -88,8 +89,9 @@ TEST_CASE("cuda backend: a bad-kernel corpus is rejected at the right stage, a c
     CHECK(v.detail.find("not written") != std::string::npos);
   }
   SUBCASE("NaN: correctness") {
-    const auto v = ev.check(cand(softmax_body("", "yr[c] = (c == 7) ? __int_as_float(0x7fc00000) : expf(xr[c] - m) / sum;")),
-                            shapes, 1, 17);
+    const auto v =
+        ev.check(cand(softmax_body("", "yr[c] = (c == 7) ? __int_as_float(0x7fc00000) : expf(xr[c] - m) / sum;")),
+                 shapes, 1, 17);
     INFO(v.detail);
     CHECK(v.where == stage::correctness);
     CHECK(v.detail.find("NaN") != std::string::npos);
@@ -120,9 +122,9 @@ extern "C" __global__ void k(float* x, float* y, long long R, long long C) {
     CHECK(v.where == stage::correctness);
   }
   SUBCASE("write to an input: correctness") {
-    const auto v = ev.check(cand(softmax_body("", "yr[c] = expf(xr[c] - m) / sum;",
-                                              "__syncthreads(); if (t == 0) x[r * C] = 42.f;")),
-                            shapes, 1, 19);
+    const auto v = ev.check(
+        cand(softmax_body("", "yr[c] = expf(xr[c] - m) / sum;", "__syncthreads(); if (t == 0) x[r * C] = 42.f;")),
+        shapes, 1, 19);
     INFO(v.detail);
     CHECK(v.where == stage::correctness);
   }
@@ -142,7 +144,9 @@ TEST_CASE("cuda backend: a compile that runs too long is killed") {
   std::string bomb = "#define A0 v = v * 1.0001f + 0.5f;\n";
   for (int i = 1; i <= 22; ++i)
     bomb += "#define A" + std::to_string(i) + " A" + std::to_string(i - 1) + " A" + std::to_string(i - 1) + "\n";
-  bomb += "extern \"C\" __global__ void k(float* x, float* y, long long R, long long C) { float v = x[0]; A22 y[0] = v; }\n";
+  bomb +=
+      "extern \"C\" __global__ void k(float* x, float* y, long long R, long long C) { float v = x[0]; A22 y[0] = v; "
+      "}\n";
   const auto v = ev.build(cand(bomb));
   INFO(v.detail);
   CHECK(v.where == stage::compile);
@@ -195,8 +199,12 @@ TEST_CASE("cuda backend: two evaluators sharing a cache compile the same sources
   const auto cs = distinct_softmaxes(12, "e-8f");
   std::vector<verdict> va(cs.size()), vb(cs.size());
   {
-    std::thread ta([&] { for (std::size_t i = 0; i < cs.size(); ++i) va[i] = a.build(cs[i]); });
-    std::thread tb([&] { for (std::size_t i = 0; i < cs.size(); ++i) vb[i] = b.build(cs[i]); });
+    std::thread ta([&] {
+      for (std::size_t i = 0; i < cs.size(); ++i) va[i] = a.build(cs[i]);
+    });
+    std::thread tb([&] {
+      for (std::size_t i = 0; i < cs.size(); ++i) vb[i] = b.build(cs[i]);
+    });
     ta.join();
     tb.join();
   }

@@ -14,6 +14,11 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <kernelbrain/core/candidate.hpp>
+#include <kernelbrain/evaluate/cuda.hpp>
+#include <kernelbrain/generate/template_space.hpp>
+#include <kernelbrain/io/problem_loader.hpp>
+#include <kernelbrain/search.hpp>
 #include <map>
 #include <mutex>
 #include <set>
@@ -21,11 +26,6 @@
 #include <string>
 #include <thread>
 #include <vector>
-#include <kernelbrain/core/candidate.hpp>
-#include <kernelbrain/evaluate/cuda.hpp>
-#include <kernelbrain/generate/template_space.hpp>
-#include <kernelbrain/io/problem_loader.hpp>
-#include <kernelbrain/search.hpp>
 #include "../temp_dir.hpp"
 #include "softmax_kernels.hpp"
 
@@ -94,7 +94,8 @@ __device__ unsigned kb_calls[4096];
   const std::string prologue = R"(
   __shared__ int same;
   const bool fits = R <= 4096 && C <= 65536;
-  if (t == 0) same = fits && kb_valid[r] && )" + same + R"(;
+  if (t == 0) same = fits && kb_valid[r] && )" +
+                               same + R"(;
   __syncthreads();
   if (same) { for (long long c = t; c < C; c += 256) yr[c] = kb_cache_out[r * C + c]; return; }
 )";
@@ -238,9 +239,10 @@ TEST_CASE("cuda gate: compute-sanitizer catches an out-of-bounds read and a race
     CHECK(v.detail.find("memcheck") != std::string::npos);
   }
   SUBCASE("warps storing different values to one shared word and reading each other's, unused") {
-    const auto c = cand(softmax_kernel(
-        "", "__syncthreads(); volatile float* vs = red; vs[t & 7] = (float)t; const float z = vs[(t + 32) & 255]; (void)z; __syncthreads();",
-        "yr[c] = expf(xr[c] - m) / sum;"));
+    const auto c = cand(softmax_kernel("",
+                                       "__syncthreads(); volatile float* vs = red; vs[t & 7] = (float)t; const float z "
+                                       "= vs[(t + 32) & 255]; (void)z; __syncthreads();",
+                                       "yr[c] = expf(xr[c] - m) / sum;"));
     const auto v = ev.check(c, check_shapes, 1, 22);
     INFO(v.detail);
     CHECK(v.where == stage::sanitizer);
@@ -273,7 +275,8 @@ TEST_CASE("cuda gate: every candidate starts from the same clean state (device m
   }
   SUBCASE("scratch buffers: five plans asking for 30 GB each") {
     for (int i = 0; i < 5; ++i) {
-      const std::string plan = R"({"scratch": [{"name": "junk", "size": "7500000000"}], "launches": [{"kernel": "k", "grid": ["R", "1", "1"], "block": ["256", "1", "1"], "smem": "0", "args": ["x", "y", "R", "C"]}]})";
+      const std::string plan =
+          R"({"scratch": [{"name": "junk", "size": "7500000000"}], "launches": [{"kernel": "k", "grid": ["R", "1", "1"], "block": ["256", "1", "1"], "smem": "0", "args": ["x", "y", "R", "C"]}]})";
       const auto c = cand(honest("scratch holder " + std::to_string(i)), plan);
       const auto v = ev.check(c, check_shapes, 1, 40 + static_cast<std::uint64_t>(i));
       INFO(i, ": ", v.detail);
@@ -286,11 +289,15 @@ TEST_CASE("cuda gate: loose launch plans and device-heap use are typed rejects; 
   const auto p = softmax();
   cuda_evaluator ev(p, quiet_options());
   const auto src = honest("plan twin");
-  const auto unknown = ev.build(cand(src, R"({"launches": [{"kernel": "k", "grid": ["R", "1", "1"], "block": ["256", "1", "1"], "smem": "0", "stream": "1", "args": ["x", "y", "R", "C"]}]})"));
+  const auto unknown = ev.build(cand(
+      src,
+      R"({"launches": [{"kernel": "k", "grid": ["R", "1", "1"], "block": ["256", "1", "1"], "smem": "0", "stream": "1", "args": ["x", "y", "R", "C"]}]})"));
   INFO(unknown.detail);
   CHECK(unknown.where == stage::signature);
   CHECK(unknown.detail.find("stream") != std::string::npos);
-  const auto short_args = ev.build(cand(src, R"({"launches": [{"kernel": "k", "grid": ["R", "1", "1"], "block": ["256", "1", "1"], "smem": "0", "args": ["x", "y", "R"]}]})"));
+  const auto short_args = ev.build(cand(
+      src,
+      R"({"launches": [{"kernel": "k", "grid": ["R", "1", "1"], "block": ["256", "1", "1"], "smem": "0", "args": ["x", "y", "R"]}]})"));
   INFO(short_args.detail);
   CHECK(short_args.where == stage::signature);
   std::string narrow = honest("int dim");
@@ -298,8 +305,9 @@ TEST_CASE("cuda gate: loose launch plans and device-heap use are typed rejects; 
   const auto int_dim = ev.build(cand(narrow));
   INFO(int_dim.detail);
   CHECK(int_dim.where == stage::signature);
-  const auto heap = ev.build(cand(softmax_kernel("", "float* h = (float*)malloc(16); if (h) { h[0] = sum; sum = h[0]; free(h); }",
-                                                 "yr[c] = expf(xr[c] - m) / sum;")));
+  const auto heap =
+      ev.build(cand(softmax_kernel("", "float* h = (float*)malloc(16); if (h) { h[0] = sum; sum = h[0]; free(h); }",
+                                   "yr[c] = expf(xr[c] - m) / sum;")));
   INFO(heap.detail);
   CHECK(heap.where == stage::policy);
   const auto twin = ev.check(cand(src), check_shapes, 1, 50);
@@ -370,7 +378,9 @@ TEST_CASE("cuda gate: the same search twice on one machine rejects nothing the f
   CHECK(both >= 10);
 }
 
-TEST_CASE("cuda gate: every reference and catalogue family passes adversarial inputs and compute-sanitizer, and the driver agrees with the cubin") {
+TEST_CASE(
+    "cuda gate: every reference and catalogue family passes adversarial inputs and compute-sanitizer, and the driver "
+    "agrees with the cubin") {
   // One evaluator per problem, in parallel (each runs its sanitizer tools in parallel too).
   std::vector<fs::path> dirs;
   for (auto const& e : fs::directory_iterator(problems_dir()))
@@ -398,8 +408,9 @@ TEST_CASE("cuda gate: every reference and catalogue family passes adversarial in
           const auto v = ev.check(c, shapes, 1, 77);
           std::lock_guard lk(mu);
           ++checked;
-          if (!v.passed()) failures.push_back(p.name + " / " + (c.family.empty() ? "reference" : c.family) + ": " +
-                                              std::string(to_string(v.where)) + ": " + v.detail);
+          if (!v.passed())
+            failures.push_back(p.name + " / " + (c.family.empty() ? "reference" : c.family) + ": " +
+                               std::string(to_string(v.where)) + ": " + v.detail);
         }
       } catch (std::exception const& e) {
         std::lock_guard lk(mu);
@@ -412,7 +423,8 @@ TEST_CASE("cuda gate: every reference and catalogue family passes adversarial in
   std::size_t expected = 0;  // every reference and every template family
   for (auto const& d : dirs) {
     const auto p = load_problem(d);
-    expected += 1 + static_cast<std::size_t>(std::count_if(p.catalogue.begin(), p.catalogue.end(), [](auto const& h) { return h.templ.has_value(); }));
+    expected += 1 + static_cast<std::size_t>(std::count_if(p.catalogue.begin(), p.catalogue.end(),
+                                                           [](auto const& h) { return h.templ.has_value(); }));
   }
   CHECK(checked == expected);
   CHECK(failures.empty());
@@ -445,7 +457,8 @@ TEST_CASE("cuda gate: orphan child (a process the next test kills)" * doctest::s
   auto o = quiet_options();
   o.run_timeout = 600;
   cuda_evaluator ev(p, o);
-  const auto hang = cand(softmax_kernel("", "for (;;) { __nanosleep(1000); if (clock64() < 0) break; }", "yr[c] = 0.f;"));
+  const auto hang =
+      cand(softmax_kernel("", "for (;;) { __nanosleep(1000); if (clock64() < 0) break; }", "yr[c] = 0.f;"));
   REQUIRE(ev.build(hang).where == stage::pass);
   std::ofstream(fs::path(dir) / "calling") << ::getpid();
   (void)ev.check(hang, check_shapes, 1, 1);  // never returns: the parent kills this process

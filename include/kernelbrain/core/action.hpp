@@ -18,7 +18,7 @@ struct proposal_request {
   generation_mode mode = generation_mode::explore;
   std::vector<candidate_id> parents;  ///< for mutate: whom to refine
   std::size_t count = 1;
-  std::string hint;                   ///< optional catalogue hint to follow ("" = generator's choice)
+  std::string hint;  ///< optional catalogue hint to follow ("" = generator's choice)
 };
 
 /// Evaluate a known candidate at a rung (gate first when it has never been evaluated).

@@ -68,12 +68,13 @@ class basic_any {
   /// From anything else: the axis's readable requirement, once, at the point of use (instead of a bare
   /// "conversion ... requested"). It never compiles; ask erasable_into<T, any_x> to test in a trait.
   template <class T>
-    requires(!std::derived_from<std::remove_cvref_t<T>, basic_any> && !erasable_into<T, basic_any>)
-  basic_any(T&&)  // NOLINT(google-explicit-constructor,bugprone-forwarding-reference-overload)
+  requires(!std::derived_from<std::remove_cvref_t<T>, basic_any> && !erasable_into<T, basic_any>)
+      basic_any(T&&)  // NOLINT(google-explicit-constructor,bugprone-forwarding-reference-overload)
   {
     static_assert(Axis::template check<std::remove_cvref_t<T>>());
-    static_assert(!Axis::template models<std::remove_cvref_t<T>> || std::constructible_from<std::remove_cvref_t<T>, T&&>,
-                  "kernelbrain: an erased policy is stored by value: the policy type must be movable or copyable");
+    static_assert(
+        !Axis::template models<std::remove_cvref_t<T>> || std::constructible_from<std::remove_cvref_t<T>, T&&>,
+        "kernelbrain: an erased policy is stored by value: the policy type must be movable or copyable");
   }
 
   /// Optional hooks: always present here, forwarded only when the wrapped type has them.
@@ -110,7 +111,9 @@ struct generator_axis {
   template <class T>
   static constexpr bool models = generator<T>;
   template <class T>
-  static constexpr bool check() { return check_generator<T>(); }
+  static constexpr bool check() {
+    return check_generator<T>();
+  }
 };
 
 struct gate_axis {
@@ -125,7 +128,9 @@ struct gate_axis {
   template <class T>
   static constexpr bool models = gate<T>;
   template <class T>
-  static constexpr bool check() { return check_gate<T>(); }
+  static constexpr bool check() {
+    return check_gate<T>();
+  }
 };
 
 struct ladder_axis {
@@ -156,7 +161,9 @@ struct ladder_axis {
   template <class T>
   static constexpr bool models = fidelity_ladder<T>;
   template <class T>
-  static constexpr bool check() { return check_fidelity_ladder<T>(); }
+  static constexpr bool check() {
+    return check_fidelity_ladder<T>();
+  }
 };
 
 struct scorer_axis {
@@ -173,7 +180,9 @@ struct scorer_axis {
   template <class T>
   static constexpr bool models = scorer<T>;
   template <class T>
-  static constexpr bool check() { return check_scorer<T>(); }
+  static constexpr bool check() {
+    return check_scorer<T>();
+  }
 };
 
 struct scheduler_axis {
@@ -188,7 +197,9 @@ struct scheduler_axis {
   template <class T>
   static constexpr bool models = scheduler<T>;
   template <class T>
-  static constexpr bool check() { return check_scheduler<T>(); }
+  static constexpr bool check() {
+    return check_scheduler<T>();
+  }
 };
 
 }  // namespace detail

@@ -14,7 +14,7 @@ struct budget {
   std::uint64_t evaluations = 0;  ///< candidate x rung evaluations, gate rejections included
   std::uint64_t candidates = 0;   ///< distinct candidates proposed
   std::uint64_t llm_tokens = 0;
-  double llm_cost = 0;            ///< in the currency the LLM client reports
+  double llm_cost = 0;  ///< in the currency the LLM client reports
 };
 
 /// What has been spent.
@@ -34,7 +34,10 @@ class budget_meter {
   void charge_device(double seconds) noexcept { used_.device_seconds += seconds; }
   void charge_evaluation() noexcept { ++used_.evaluations; }
   void charge_candidate() noexcept { ++used_.candidates; }
-  void charge_llm(std::uint64_t tokens, double cost) noexcept { used_.llm_tokens += tokens; used_.llm_cost += cost; }
+  void charge_llm(std::uint64_t tokens, double cost) noexcept {
+    used_.llm_tokens += tokens;
+    used_.llm_cost += cost;
+  }
 
   [[nodiscard]] budget const& limit() const noexcept { return limit_; }
   [[nodiscard]] budget_usage usage() const noexcept {
@@ -46,7 +49,9 @@ class budget_meter {
   [[nodiscard]] double fraction_used() const noexcept {
     const auto u = usage();
     double f = 0;
-    auto axis = [&f](double used, double lim) { if (lim > 0) f = std::max(f, used / lim); };
+    auto axis = [&f](double used, double lim) {
+      if (lim > 0) f = std::max(f, used / lim);
+    };
     axis(u.device_seconds, limit_.device_seconds);
     axis(u.wall_seconds, limit_.wall_seconds);
     axis(static_cast<double>(u.evaluations), static_cast<double>(limit_.evaluations));
@@ -60,7 +65,9 @@ class budget_meter {
   /// so that the same seed gives the same search whatever the timing.
   [[nodiscard]] double progress() const noexcept {
     double f = 0;
-    auto axis = [&f](double used, double lim) { if (lim > 0) f = std::max(f, used / lim); };
+    auto axis = [&f](double used, double lim) {
+      if (lim > 0) f = std::max(f, used / lim);
+    };
     axis(used_.device_seconds, limit_.device_seconds);
     axis(static_cast<double>(used_.evaluations), static_cast<double>(limit_.evaluations));
     axis(static_cast<double>(used_.candidates), static_cast<double>(limit_.candidates));

@@ -18,7 +18,7 @@ struct candidate_id {
 
 struct candidate {
   candidate_id id;
-  std::string family;                  ///< catalogue hint or template it came from ("" for free-form)
+  std::string family;  ///< catalogue hint or template it came from ("" for free-form)
   parameters params;
   std::string source;                  ///< kernel source; empty for synthetic candidates
   std::string launch;                  ///< launch plan; backend-specific text
@@ -36,7 +36,8 @@ struct candidate {
 [[nodiscard]] inline candidate make_candidate(std::string family, parameters params, std::string origin,
                                               std::optional<candidate_id> parent = std::nullopt,
                                               std::string source = {}, std::string launch = {}) {
-  candidate c{{}, std::move(family), std::move(params), std::move(source), std::move(launch), parent, std::move(origin)};
+  candidate c{{},     std::move(family), std::move(params), std::move(source), std::move(launch),
+              parent, std::move(origin)};
   c.seal();
   return c;
 }

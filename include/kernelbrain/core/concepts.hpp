@@ -6,8 +6,8 @@
 #include <vector>
 #include "kernelbrain/core/action.hpp"
 #include "kernelbrain/core/candidate.hpp"
-#include "kernelbrain/core/event.hpp"
 #include "kernelbrain/core/evaluator.hpp"
+#include "kernelbrain/core/event.hpp"
 #include "kernelbrain/core/measurement.hpp"
 #include "kernelbrain/core/rung.hpp"
 #include "kernelbrain/core/score.hpp"
@@ -48,12 +48,16 @@ concept scheduler = requires(S& s, search_view const& v) {
 
 /// Optional hook: the driver calls reseed(seed) once before the search with a per-axis seed.
 template <class P>
-concept reseedable = requires(P& p, std::uint64_t seed) { p.reseed(seed); };
+concept reseedable = requires(P& p, std::uint64_t seed) {
+  p.reseed(seed);
+};
 
 /// Optional hook: the driver calls observe(e) for every event (generator, scorer and scheduler only:
 /// the gate runs on the evaluation plane and is never called from two threads).
 template <class P>
-concept observing = requires(P& p, event const& e) { p.observe(e); };
+concept observing = requires(P& p, event const& e) {
+  p.observe(e);
+};
 
 /// One static_assert per requirement, with the signature spelled out. Used by policies<...>, the
 /// any_* wrappers and search(). Each returns true whatever the outcome, so that a caller's own

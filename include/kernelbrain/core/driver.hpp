@@ -53,12 +53,19 @@ class evaluation_plane {
   ~evaluation_plane() {
     // Normally nothing is queued here (search() drains first); after an error, drop what is queued
     // rather than spend device time on results nobody will read.
-    { std::lock_guard lk(mu_); closing_ = true; todo_.clear(); }
+    {
+      std::lock_guard lk(mu_);
+      closing_ = true;
+      todo_.clear();
+    }
     cv_.notify_all();
     worker_.join();
   }
   void submit(evaluation_task t) {
-    { std::lock_guard lk(mu_); todo_.push_back(std::move(t)); }
+    {
+      std::lock_guard lk(mu_);
+      todo_.push_back(std::move(t));
+    }
     cv_.notify_all();
   }
   void complete(std::uint64_t ticket, evaluation_outcome o) {
@@ -150,8 +157,10 @@ search_result search(problem const& prob, Policies pol, evaluator& ev, search_op
       eng.take_proposed([&](candidate const& c) { ev.prefetch(c); });
       if (auto* t = std::get_if<evaluation_task>(&s)) {
         pending.push_back(t->ticket);
-        if (auto hit = eng.cached(*t)) plane.complete(t->ticket, std::move(*hit));
-        else plane.submit(std::move(*t));
+        if (auto hit = eng.cached(*t))
+          plane.complete(t->ticket, std::move(*hit));
+        else
+          plane.submit(std::move(*t));
         if (pending.size() >= depth) apply_one();
       } else if (std::holds_alternative<waiting>(s)) {
         apply_one();
@@ -164,7 +173,11 @@ search_result search(problem const& prob, Policies pol, evaluator& ev, search_op
 
   search_result r;
   const auto v = eng.view();
-  if (auto const* b = v.best()) { r.best = *b; r.best_score = v.best_score(); r.best_rung = v.best_rung(); }
+  if (auto const* b = v.best()) {
+    r.best = *b;
+    r.best_score = v.best_score();
+    r.best_rung = v.best_rung();
+  }
   r.stop_reason = eng.stop_reason();
   r.used = eng.meter().usage();
   r.counters = v.counters();
@@ -175,8 +188,7 @@ search_result search(problem const& prob, Policies pol, evaluator& ev, search_op
 
 /// Anything that is not a composition of the five policies: one readable message at the call.
 template <class Policies>
-  requires(!policy_set<Policies>)
-search_result search(problem const&, Policies, evaluator&, search_options const& = {}) {
+requires(!policy_set<Policies>) search_result search(problem const&, Policies, evaluator&, search_options const& = {}) {
   static_assert(policy_set<Policies>,
                 "kernelbrain::search needs a composition of the five policies: kernelbrain::policies<Generator, "
                 "Gate, Ladder, Scorer, Scheduler>, e.g. kernelbrain::default_policies(problem).with_generator(...); "

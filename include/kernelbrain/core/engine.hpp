@@ -62,8 +62,10 @@ class engine {
     if (b.seconds.size() != problem_.shapes.size())
       throw error("baseline has " + std::to_string(b.seconds.size()) + " shapes, problem has " +
                   std::to_string(problem_.shapes.size()));
-    if (b.weights.empty()) for (auto const& s : problem_.shapes) b.weights.push_back(s.weight);
-    if (b.floor_seconds.empty()) for (auto const& s : problem_.shapes) b.floor_seconds.push_back(problem_.machine.floor_seconds(s));
+    if (b.weights.empty())
+      for (auto const& s : problem_.shapes) b.weights.push_back(s.weight);
+    if (b.floor_seconds.empty())
+      for (auto const& s : problem_.shapes) b.floor_seconds.push_back(problem_.machine.floor_seconds(s));
     baseline_ = std::move(b);
   }
   void set_journal(journal_sink* j) noexcept { journal_ = j; }
@@ -88,19 +90,19 @@ class engine {
       if (auto why = meter_.exhausted(); !why.empty()) return finish(std::move(why));
       // Evaluations in flight will count: do not start more than the budget allows.
       if (opt_.limits.evaluations > 0 &&
-          meter_.usage().evaluations + history_.in_flight_evaluations >= opt_.limits.evaluations)
+          meter_.usage().evaluations + history_.in_flight_evaluations() >= opt_.limits.evaluations)
         return waiting{};
       action a = pol_.scheduler.next(view());
       if (auto* s = std::get_if<stop_request>(&a)) return finish(s->reason.empty() ? "scheduler stopped" : s->reason);
       if (std::holds_alternative<wait_request>(a)) {
-        if (history_.in_flight_evaluations == 0)
+        if (history_.in_flight_evaluations() == 0)
           return finish("scheduler waited with nothing in flight (a scheduler bug, or nothing left to do)");
         return waiting{};
       }
       if (auto* g = std::get_if<proposal_request>(&a)) {
         if (run_generation(*g)) continue;
         // Nothing new: let the evaluation plane report before asking again, or give up when idle.
-        if (history_.in_flight_evaluations > 0) return waiting{};
+        if (history_.in_flight_evaluations() > 0) return waiting{};
         if (fruitless_ >= opt_.fruitless_generation_limit) {
           if (view().fresh().empty())
             return finish("generator proposed nothing new " + std::to_string(fruitless_) +
@@ -127,7 +129,7 @@ class engine {
   [[nodiscard]] std::optional<evaluation_outcome> cached(evaluation_task const& t) {
     auto it = cache_.find({t.cand.id, t.rung});
     if (it == cache_.end()) return std::nullopt;
-    ++history_.counters.cache_hits;
+    ++history_.counters().cache_hits;
     return it->second;
   }
 
@@ -192,15 +194,15 @@ class engine {
     auto& rec = history_.at(*idx);
     if (rec.state != candidate_state::in_flight || o.rung >= rungs_.size())
       throw error("tell: candidate " + o.id.str() + " has no evaluation in flight at rung " + std::to_string(o.rung));
-    --history_.in_flight_evaluations;
+    history_.evaluation_finished();
     meter_.charge_device(o.m.device_seconds);
     meter_.charge_evaluation();
-    ++history_.counters.evaluations;
+    ++history_.counters().evaluations;
     rec.results[o.rung] = o.m;
     if (!o.passed()) {
       rec.state = candidate_state::rejected;
       rec.last = o.reason();
-      ++history_.counters.rejected;
+      ++history_.counters().rejected;
       history_.forget_best_if(*idx);
       note_event(event_kind::rejected, o.id, o.rung, rec.last, std::nullopt, std::string{});
       return;
@@ -211,7 +213,8 @@ class engine {
     rec.last = verdict::pass();
     if (static_cast<int>(o.rung) > rec.top_rung) rec.top_rung = static_cast<int>(o.rung);
     note_event(event_kind::measured, o.id, o.rung, verdict{}, s, std::string{});
-    if (history_.offer_best(*idx, o.rung, s)) note_event(event_kind::new_best, o.id, o.rung, verdict{}, s, std::string{});
+    if (history_.offer_best(*idx, o.rung, s))
+      note_event(event_kind::new_best, o.id, o.rung, verdict{}, s, std::string{});
   }
 
   finished finish(std::string why) {
@@ -224,7 +227,7 @@ class engine {
   }
   /// `stopped` is the last event: it waits until the evaluations in flight have been told.
   void announce_stop_when_drained() {
-    if (stopped_ && !stop_announced_ && history_.in_flight_evaluations == 0) {
+    if (stopped_ && !stop_announced_ && history_.in_flight_evaluations() == 0) {
       stop_announced_ = true;
       note_event(event_kind::stopped, candidate_id{}, 0, verdict{}, std::nullopt, stop_reason_);
     }
@@ -236,7 +239,7 @@ class engine {
     try {
       proposals = pol_.generator.propose(view(), req);
     } catch (std::exception const& ex) {
-      ++history_.counters.generation_failures;
+      ++history_.counters().generation_failures;
       note_event(event_kind::generation_failed, candidate_id{}, 0, verdict{}, std::nullopt, ex.what());
     }
     std::size_t added = 0;
@@ -250,7 +253,7 @@ class engine {
         ++added;
         note_event(event_kind::proposed, id, 0, verdict{}, std::nullopt, std::move(origin));
       } else {
-        ++history_.counters.duplicates;
+        ++history_.counters().duplicates;
         note_event(event_kind::duplicate, id, 0, verdict{}, std::nullopt, std::move(origin));
       }
     }
@@ -279,11 +282,11 @@ class engine {
       if (auto const* b = view().best(); b && b->cand.id != r.id) t.incumbent = b->cand;
     if (rec.state == candidate_state::fresh) history_.take_fresh(*idx);
     if (rec.top_rung >= 0 && static_cast<int>(r.rung) > rec.top_rung) {
-      ++history_.counters.promotions;
+      ++history_.counters().promotions;
       note_event(event_kind::promoted, r.id, r.rung, verdict{}, std::nullopt, std::string{});
     }
     rec.state = candidate_state::in_flight;
-    ++history_.in_flight_evaluations;
+    history_.evaluation_started();
     note_event(event_kind::dispatched, r.id, r.rung, verdict{}, std::nullopt, std::string{});
     return t;
   }
@@ -293,9 +296,10 @@ class engine {
     for (auto const& tm : m.timings) {
       const double floor = tm.shape < baseline_.floor_seconds.size() ? baseline_.floor_seconds[tm.shape] : 0.0;
       if (floor > 0 && tm.stats.median < floor * 0.98)
-        m.result = verdict::reject(stage::impossible, "median " + std::to_string(tm.stats.median) + " s at shape '" +
-                                   problem_.shapes[tm.shape].name + "' is below the roofline floor " +
-                                   std::to_string(floor) + " s");
+        m.result =
+            verdict::reject(stage::impossible, "median " + std::to_string(tm.stats.median) + " s at shape '" +
+                                                   problem_.shapes[tm.shape].name + "' is below the roofline floor " +
+                                                   std::to_string(floor) + " s");
     }
   }
 
@@ -328,7 +332,7 @@ class engine {
   budget_meter meter_;
   kernelbrain::baseline baseline_;
   std::vector<rung> rungs_;
-  search_history history_;
+  detail::search_history history_;
   journal_sink* journal_ = nullptr;
   std::vector<observer*> observers_;
   std::unordered_map<evaluation_key, evaluation_outcome> cache_;

@@ -11,7 +11,7 @@
 namespace kernelbrain {
 
 struct evaluation_task {
-  std::uint64_t ticket = 0;            ///< issue order; results are applied in this order by default
+  std::uint64_t ticket = 0;  ///< issue order; results are applied in this order by default
   candidate cand;
   std::size_t rung = 0;
   bool run_gate = false;               ///< first evaluation of this candidate: gate before timing
@@ -22,9 +22,9 @@ struct evaluation_task {
 struct evaluation_outcome {
   candidate_id id;
   std::size_t rung = 0;
-  bool gated = false;   ///< the gate ran
-  verdict gate;         ///< its verdict (pass when it did not run)
-  measurement m;        ///< empty timings when the gate rejected
+  bool gated = false;  ///< the gate ran
+  verdict gate;        ///< its verdict (pass when it did not run)
+  measurement m;       ///< empty timings when the gate rejected
   double wall_seconds = 0;
 
   [[nodiscard]] bool passed() const noexcept { return gate.passed() && m.result.passed(); }

@@ -110,7 +110,9 @@ class expression_parser {
     expression_parser& p_;
   };
 
-  void skip() { while (pos_ < text_.size() && std::isspace(static_cast<unsigned char>(text_[pos_]))) ++pos_; }
+  void skip() {
+    while (pos_ < text_.size() && std::isspace(static_cast<unsigned char>(text_[pos_]))) ++pos_;
+  }
   /// Skips white space; true (and consumes it) when `op` comes next. `at` receives its position.
   bool eat(std::string_view op, std::size_t* at = nullptr) {
     skip();
@@ -145,32 +147,48 @@ class expression_parser {
 
   std::int64_t parse_or() {
     std::int64_t v = parse_and();
-    while (eat("||")) { const auto r = parse_and(); v = (v != 0 || r != 0) ? 1 : 0; }
+    while (eat("||")) {
+      const auto r = parse_and();
+      v = (v != 0 || r != 0) ? 1 : 0;
+    }
     return v;
   }
   std::int64_t parse_and() {
     std::int64_t v = parse_cmp();
-    while (eat("&&")) { const auto r = parse_cmp(); v = (v != 0 && r != 0) ? 1 : 0; }
+    while (eat("&&")) {
+      const auto r = parse_cmp();
+      v = (v != 0 && r != 0) ? 1 : 0;
+    }
     return v;
   }
   std::int64_t parse_cmp() {
     std::int64_t v = parse_add();
     for (;;) {
-      if (eat("==")) v = v == parse_add();
-      else if (eat("!=")) v = v != parse_add();
-      else if (eat("<=")) v = v <= parse_add();
-      else if (eat(">=")) v = v >= parse_add();
-      else if (eat("<")) v = v < parse_add();
-      else if (eat(">")) v = v > parse_add();
-      else return v;
+      if (eat("=="))
+        v = v == parse_add();
+      else if (eat("!="))
+        v = v != parse_add();
+      else if (eat("<="))
+        v = v <= parse_add();
+      else if (eat(">="))
+        v = v >= parse_add();
+      else if (eat("<"))
+        v = v < parse_add();
+      else if (eat(">"))
+        v = v > parse_add();
+      else
+        return v;
     }
   }
   std::int64_t parse_add() {
     std::int64_t v = parse_mul();
     for (std::size_t at = 0;;) {
-      if (eat("+", &at)) v = add(at, v, parse_mul());
-      else if (eat("-", &at)) v = sub(at, v, parse_mul());
-      else return v;
+      if (eat("+", &at))
+        v = add(at, v, parse_mul());
+      else if (eat("-", &at))
+        v = sub(at, v, parse_mul());
+      else
+        return v;
     }
   }
   std::int64_t parse_mul() {

@@ -11,13 +11,20 @@ namespace kernelbrain {
 class hasher {
  public:
   constexpr hasher& bytes(std::string_view s) noexcept {
-    for (unsigned char ch : s) { state_ ^= ch; state_ *= 0x100000001b3ULL; }
+    for (unsigned char ch : s) {
+      state_ ^= ch;
+      state_ *= 0x100000001b3ULL;
+    }
     // A separator so that ("ab","c") and ("a","bc") differ.
-    state_ ^= 0xffU; state_ *= 0x100000001b3ULL;
+    state_ ^= 0xffU;
+    state_ *= 0x100000001b3ULL;
     return *this;
   }
   constexpr hasher& integer(std::uint64_t v) noexcept {
-    for (int i = 0; i < 8; ++i) { state_ ^= (v >> (8 * i)) & 0xffU; state_ *= 0x100000001b3ULL; }
+    for (int i = 0; i < 8; ++i) {
+      state_ ^= (v >> (8 * i)) & 0xffU;
+      state_ *= 0x100000001b3ULL;
+    }
     return *this;
   }
   [[nodiscard]] constexpr std::uint64_t digest() const noexcept { return mix(state_); }
@@ -42,7 +49,10 @@ class hasher {
 [[nodiscard]] inline std::string to_hex(std::uint64_t v) {
   static constexpr char digits[] = "0123456789abcdef";
   std::string out(16, '0');
-  for (int i = 15; i >= 0; --i) { out[static_cast<std::size_t>(i)] = digits[v & 0xfU]; v >>= 4; }
+  for (int i = 15; i >= 0; --i) {
+    out[static_cast<std::size_t>(i)] = digits[v & 0xfU];
+    v >>= 4;
+  }
   return out;
 }
 
@@ -52,9 +62,12 @@ class hasher {
   std::uint64_t v = 0;
   for (char ch : s) {
     v <<= 4;
-    if (ch >= '0' && ch <= '9') v |= static_cast<std::uint64_t>(ch - '0');
-    else if (ch >= 'a' && ch <= 'f') v |= static_cast<std::uint64_t>(ch - 'a' + 10);
-    else return false;
+    if (ch >= '0' && ch <= '9')
+      v |= static_cast<std::uint64_t>(ch - '0');
+    else if (ch >= 'a' && ch <= 'f')
+      v |= static_cast<std::uint64_t>(ch - 'a' + 10);
+    else
+      return false;
   }
   out = v;
   return true;

@@ -12,9 +12,9 @@ namespace kernelbrain {
 
 /// Timed samples for one shape, in seconds.
 struct shape_timing {
-  std::size_t shape = 0;      ///< index into problem::shapes
+  std::size_t shape = 0;  ///< index into problem::shapes
   std::vector<double> samples;
-  median_ci stats;            ///< filled by summarise()
+  median_ci stats;  ///< filled by summarise()
   void summarise() { stats = median_with_ci(samples); }
 };
 
@@ -33,16 +33,17 @@ struct ab_comparison {
 };
 
 struct measurement {
-  verdict result;                        ///< pass, or why the measurement was refused
-  std::vector<shape_timing> timings;     ///< one per rung shape, in rung order
+  verdict result;                     ///< pass, or why the measurement was refused
+  std::vector<shape_timing> timings;  ///< one per rung shape, in rung order
   std::optional<resources> res;
   std::optional<ab_comparison> vs_incumbent;
-  std::map<std::string, double> profile; ///< profiler metrics, when the rung asked for them
-  std::string diagnosis;                 ///< profiler-derived bottleneck, in words
-  double device_seconds = 0;             ///< device time this evaluation consumed (charged to the budget)
+  std::map<std::string, double> profile;  ///< profiler metrics, when the rung asked for them
+  std::string diagnosis;                  ///< profiler-derived bottleneck, in words
+  double device_seconds = 0;              ///< device time this evaluation consumed (charged to the budget)
 
   [[nodiscard]] shape_timing const* timing_for(std::size_t shape) const noexcept {
-    for (auto const& t : timings) if (t.shape == shape) return &t;
+    for (auto const& t : timings)
+      if (t.shape == shape) return &t;
     return nullptr;
   }
 };

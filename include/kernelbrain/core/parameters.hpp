@@ -19,12 +19,16 @@ class parameters {
  public:
   using value_type = std::pair<std::string, std::int64_t>;
   parameters() = default;
-  parameters(std::initializer_list<value_type> init) { for (auto const& [k, v] : init) set(k, v); }
+  parameters(std::initializer_list<value_type> init) {
+    for (auto const& [k, v] : init) set(k, v);
+  }
 
   void set(std::string_view name, std::int64_t value) {
     auto it = lower(name);
-    if (it != items_.end() && it->first == name) it->second = value;
-    else items_.insert(it, value_type{std::string(name), value});
+    if (it != items_.end() && it->first == name)
+      it->second = value;
+    else
+      items_.insert(it, value_type{std::string(name), value});
   }
   [[nodiscard]] std::optional<std::int64_t> find(std::string_view name) const noexcept {
     auto it = lower(name);
@@ -46,7 +50,9 @@ class parameters {
     std::string out;
     for (auto const& [k, v] : items_) {
       if (!out.empty()) out += ',';
-      out += k; out += '='; out += std::to_string(v);
+      out += k;
+      out += '=';
+      out += std::to_string(v);
     }
     return out;
   }
@@ -130,8 +136,11 @@ struct parameter_space {
       throw error(std::string(owner) + ": the parameter space has more than 2^64 points; split the template");
     parameters probe = at(0);
     for (auto const& c : constraints) {
-      try { (void)evaluate_expression(c, probe.lookup()); }
-      catch (error const& e) { throw error(std::string(owner) + ": " + e.what()); }
+      try {
+        (void)evaluate_expression(c, probe.lookup());
+      } catch (error const& e) {
+        throw error(std::string(owner) + ": " + e.what());
+      }
     }
   }
 };

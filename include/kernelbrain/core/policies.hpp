@@ -66,8 +66,8 @@ concept policy_set = requires(P& p) {
   { p.ladder } -> std::same_as<typename P::ladder_type&>;
   { p.scorer } -> std::same_as<typename P::scorer_type&>;
   { p.scheduler } -> std::same_as<typename P::scheduler_type&>;
-} && generator<typename P::generator_type> && gate<typename P::gate_type> &&
-    fidelity_ladder<typename P::ladder_type> && scorer<typename P::scorer_type> &&
-    scheduler<typename P::scheduler_type>;
+}
+&&generator<typename P::generator_type>&& gate<typename P::gate_type>&& fidelity_ladder<typename P::ladder_type>&&
+    scorer<typename P::scorer_type>&& scheduler<typename P::scheduler_type>;
 
 }  // namespace kernelbrain

@@ -2,9 +2,9 @@
 #pragma once
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -49,11 +49,11 @@ struct roofline {
 /// fail the gate. Written "kind" or "kind:value" in problem.json.
 struct input_case {
   enum class kind : std::int32_t {
-    scaled = 1,    ///< v * value (large magnitudes: exp overflows without max subtraction); default 64
-    offset = 2,    ///< v + value (every value far from zero); default 1000
-    constant = 3,  ///< every element = value (constant rows, all-equal maxima); default 1.5
-    ties = 4,      ///< round(v * value) / value (many exact ties, and -0.0 from small negatives); default 2
-    spikes = 5,    ///< about one element in 256 becomes +-value, the rest unchanged; default 1000
+    scaled = 1,        ///< v * value (large magnitudes: exp overflows without max subtraction); default 64
+    offset = 2,        ///< v + value (every value far from zero); default 1000
+    constant = 3,      ///< every element = value (constant rows, all-equal maxima); default 1.5
+    ties = 4,          ///< round(v * value) / value (many exact ties, and -0.0 from small negatives); default 2
+    spikes = 5,        ///< about one element in 256 becomes +-value, the rest unchanged; default 1000
     signed_zeros = 6,  ///< about half the elements become +0.0 or -0.0
   };
   kind what = kind::scaled;
@@ -67,9 +67,9 @@ struct input_case {
 /// One input or output buffer of the kernel: float32 elements, `size` an expression over the shape's dims.
 struct tensor_spec {
   std::string name;
-  std::string size;                    ///< e.g. "R * C"
-  std::string distribution = "normal"; ///< inputs: normal | uniform | positive (fresh values every trial)
-  std::string dtype = "f32";           ///< element type: f32, or f16 (CUDA problems; raw 16-bit patterns)
+  std::string size;                     ///< e.g. "R * C"
+  std::string distribution = "normal";  ///< inputs: normal | uniform | positive (fresh values every trial)
+  std::string dtype = "f32";            ///< element type: f32, or f16 (CUDA problems; raw 16-bit patterns)
   /// Inputs: adversarial cases (CUDA backend; the host backend does not apply them yet). Loaded
   /// problems get default_cases(distribution) unless problem.json lists its own ([] for none).
   std::vector<input_case> adversarial = {};
@@ -89,9 +89,14 @@ struct tensor_spec {
 
 inline std::optional<input_case> input_case::parse(std::string_view text) {
   using k = input_case::kind;
-  struct entry { std::string_view name; k what; double value; };
-  static constexpr entry kinds[] = {{"scaled", k::scaled, 64},   {"offset", k::offset, 1000}, {"constant", k::constant, 1.5},
-                                    {"ties", k::ties, 2},        {"spikes", k::spikes, 1000}, {"signed_zeros", k::signed_zeros, 0}};
+  struct entry {
+    std::string_view name;
+    k what;
+    double value;
+  };
+  static constexpr entry kinds[] = {{"scaled", k::scaled, 64},      {"offset", k::offset, 1000},
+                                    {"constant", k::constant, 1.5}, {"ties", k::ties, 2},
+                                    {"spikes", k::spikes, 1000},    {"signed_zeros", k::signed_zeros, 0}};
   const auto colon = text.find(':');
   const auto name = text.substr(0, colon);
   for (auto const& e : kinds) {
@@ -102,7 +107,8 @@ inline std::optional<input_case> input_case::parse(std::string_view text) {
     const std::string v(text.substr(colon + 1));
     char* end = nullptr;
     c.value = std::strtod(v.c_str(), &end);
-    if (v.empty() || end != v.c_str() + v.size() || !std::isfinite(c.value) || std::fabs(c.value) > 1e30) return std::nullopt;
+    if (v.empty() || end != v.c_str() + v.size() || !std::isfinite(c.value) || std::fabs(c.value) > 1e30)
+      return std::nullopt;
     if (e.what == k::ties && !(c.value > 0)) return std::nullopt;
     return c;
   }
@@ -112,20 +118,31 @@ inline std::optional<input_case> input_case::parse(std::string_view text) {
 inline std::string input_case::str() const {
   char b[64];
   switch (what) {
-    case kind::scaled: std::snprintf(b, sizeof b, "scaled:%g", value); break;
-    case kind::offset: std::snprintf(b, sizeof b, "offset:%g", value); break;
-    case kind::constant: std::snprintf(b, sizeof b, "constant:%g", value); break;
-    case kind::ties: std::snprintf(b, sizeof b, "ties:%g", value); break;
-    case kind::spikes: std::snprintf(b, sizeof b, "spikes:%g", value); break;
-    case kind::signed_zeros: return "signed_zeros";
+    case kind::scaled:
+      std::snprintf(b, sizeof b, "scaled:%g", value);
+      break;
+    case kind::offset:
+      std::snprintf(b, sizeof b, "offset:%g", value);
+      break;
+    case kind::constant:
+      std::snprintf(b, sizeof b, "constant:%g", value);
+      break;
+    case kind::ties:
+      std::snprintf(b, sizeof b, "ties:%g", value);
+      break;
+    case kind::spikes:
+      std::snprintf(b, sizeof b, "spikes:%g", value);
+      break;
+    case kind::signed_zeros:
+      return "signed_zeros";
   }
   return b;
 }
 
 /// A parameterised kernel: source text with ${NAME} placeholders, and the parameters it takes.
 struct kernel_template {
-  std::string source;        ///< ${PARAM} placeholders; empty for the synthetic backend
-  std::string launch;        ///< launch plan text, same placeholders (backend-specific)
+  std::string source;  ///< ${PARAM} placeholders; empty for the synthetic backend
+  std::string launch;  ///< launch plan text, same placeholders (backend-specific)
   parameter_space space;
 };
 
@@ -139,24 +156,24 @@ struct expert_hint {
 /// A problem. Built in code or loaded from a problem directory by a backend.
 struct problem {
   std::string name;
-  std::string signature;                 ///< the kernel's entry signature, as text
-  std::vector<shape> shapes;             ///< ordered smallest first by convention
+  std::string signature;      ///< the kernel's entry signature, as text
+  std::vector<shape> shapes;  ///< ordered smallest first by convention
   tolerance tol;
-  roofline machine;                      ///< ceilings for the floor; zeros disable the check
+  roofline machine;  ///< ceilings for the floor; zeros disable the check
   std::vector<expert_hint> catalogue;
-  std::optional<std::string> seed_source; ///< a known-correct starting candidate, if any
-  std::vector<tensor_spec> inputs;       ///< kernel inputs, in argument order
-  std::vector<tensor_spec> outputs;      ///< kernel outputs, in argument order
-  std::vector<std::string> dim_order;    ///< the order dims are passed to the kernel
-  std::string reference_source;          ///< trusted reference implementation (backend language)
-  std::string reference_launch;          ///< the reference's launch plan as JSON text (CUDA); "" for host
-  std::string description;               ///< prose for people and LLM prompts
+  std::optional<std::string> seed_source;  ///< a known-correct starting candidate, if any
+  std::vector<tensor_spec> inputs;         ///< kernel inputs, in argument order
+  std::vector<tensor_spec> outputs;        ///< kernel outputs, in argument order
+  std::vector<std::string> dim_order;      ///< the order dims are passed to the kernel
+  std::string reference_source;            ///< trusted reference implementation (backend language)
+  std::string reference_launch;            ///< the reference's launch plan as JSON text (CUDA); "" for host
+  std::string description;                 ///< prose for people and LLM prompts
   /// Backend settings from the problem file: "precision" (fp32, tf32, 3xtf32, fp16), "arch"
   /// (sm_90, or sm_90a for Hopper-only instructions such as wgmma: the NVRTC target),
   /// "nvrtc_check.max_spill_bytes", "nvrtc_check.max_registers".
   std::map<std::string, std::string> options;
-  std::string backend;                   ///< "synthetic", "host", "cuda": which evaluator runs it
-  std::string directory;                 ///< where it was loaded from ("" when built in code)
+  std::string backend;    ///< "synthetic", "host", "cuda": which evaluator runs it
+  std::string directory;  ///< where it was loaded from ("" when built in code)
 
   [[nodiscard]] std::size_t shape_index(std::string_view shape_name) const {
     for (std::size_t i = 0; i < shapes.size(); ++i)

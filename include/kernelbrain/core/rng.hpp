@@ -16,7 +16,10 @@ class rng {
 
   void reseed(std::uint64_t seed) noexcept {
     std::uint64_t z = seed;
-    for (auto& s : s_) { z += 0x9e3779b97f4a7c15ULL; s = hasher::mix(z); }
+    for (auto& s : s_) {
+      z += 0x9e3779b97f4a7c15ULL;
+      s = hasher::mix(z);
+    }
   }
   static constexpr result_type min() noexcept { return 0; }
   static constexpr result_type max() noexcept { return std::numeric_limits<result_type>::max(); }
@@ -24,8 +27,12 @@ class rng {
   result_type operator()() noexcept {
     const std::uint64_t result = rotl(s_[1] * 5, 7) * 9;
     const std::uint64_t t = s_[1] << 17;
-    s_[2] ^= s_[0]; s_[3] ^= s_[1]; s_[1] ^= s_[2]; s_[0] ^= s_[3];
-    s_[2] ^= t; s_[3] = rotl(s_[3], 45);
+    s_[2] ^= s_[0];
+    s_[3] ^= s_[1];
+    s_[1] ^= s_[2];
+    s_[0] ^= s_[3];
+    s_[2] ^= t;
+    s_[3] = rotl(s_[3], 45);
     return result;
   }
   /// Uniform in [0, 1).

@@ -25,12 +25,12 @@ enum class candidate_state {
 /// One candidate and everything learned about it.
 struct candidate_record {
   candidate cand;
-  std::size_t index = 0;                       ///< position in the history
+  std::size_t index = 0;  ///< position in the history
   candidate_state state = candidate_state::fresh;
-  int top_rung = -1;                           ///< highest rung with a passing measurement
-  std::vector<std::optional<score>> scores;    ///< per rung
+  int top_rung = -1;                                ///< highest rung with a passing measurement
+  std::vector<std::optional<score>> scores;         ///< per rung
   std::vector<std::optional<measurement>> results;  ///< per rung, passing or not
-  verdict last;                                ///< the last verdict (why it was rejected, if it was)
+  verdict last;                                     ///< the last verdict (why it was rejected, if it was)
 };
 
 /// Counters a progress line or a scheduler may want.
@@ -40,10 +40,15 @@ struct search_counters {
   std::size_t promotions = 0;   ///< evaluations at a rung above the candidate's previous best
   std::size_t duplicates = 0;   ///< proposals dropped as already known
   std::size_t generation_failures = 0;
-  std::size_t cache_hits = 0;   ///< evaluations answered from the journal
+  std::size_t cache_hits = 0;  ///< evaluations answered from the journal
 };
 
-/// The history itself. Owned by the engine; policies get a search_view over it.
+class search_view;
+
+namespace detail {
+
+/// The history itself. Owned by the engine, which alone changes it; policies get a search_view over
+/// it (tests build one directly to hand a policy a prepared view).
 class search_history {
  public:
   search_history(problem const& p, std::span<rung const> rungs, baseline const& b, budget_meter const& m)
@@ -72,15 +77,23 @@ class search_history {
   }
   /// Marks a fresh candidate as sent to evaluation.
   void take_fresh(std::size_t i) {
-    if (!fresh_.empty() && fresh_.front() == i) { fresh_.pop_front(); return; }
+    if (!fresh_.empty() && fresh_.front() == i) {
+      fresh_.pop_front();
+      return;
+    }
     for (auto it = fresh_.begin(); it != fresh_.end(); ++it)
-      if (*it == i) { fresh_.erase(it); return; }
+      if (*it == i) {
+        fresh_.erase(it);
+        return;
+      }
   }
   /// Offers a scored passing measurement as the incumbent; returns true if it became one.
   /// Higher rungs beat lower ones (stronger evidence); within a rung, the higher score wins.
   bool offer_best(std::size_t i, std::size_t rung, score s) {
     if (best_ && (rung < best_rung_ || (rung == best_rung_ && s.value <= best_score_.value))) return false;
-    best_ = i; best_rung_ = rung; best_score_ = s;
+    best_ = i;
+    best_rung_ = rung;
+    best_score_ = s;
     return true;
   }
   /// Re-derives the incumbent when the current one was demoted (rejected at a higher rung).
@@ -94,11 +107,17 @@ class search_history {
     }
   }
 
-  search_counters counters;
-  std::size_t in_flight_evaluations = 0;
+  [[nodiscard]] search_counters& counters() noexcept { return counters_; }
+  [[nodiscard]] search_counters const& counters() const noexcept { return counters_; }
+  /// Evaluations handed out and not yet told: the engine counts them as it dispatches and receives.
+  void evaluation_started() noexcept { ++in_flight_; }
+  void evaluation_finished() noexcept { --in_flight_; }
+  [[nodiscard]] std::size_t in_flight_evaluations() const noexcept { return in_flight_; }
 
  private:
-  friend class search_view;
+  friend class kernelbrain::search_view;
+  search_counters counters_;
+  std::size_t in_flight_ = 0;
   problem const* problem_;
   std::span<rung const> rungs_;
   baseline const* baseline_;
@@ -111,16 +130,18 @@ class search_history {
   score best_score_;
 };
 
+}  // namespace detail
+
 /// Read-only view handed to policies. Cheap to copy; valid while the search runs.
 class search_view {
  public:
-  explicit search_view(search_history const& h) noexcept : h_(&h) {}
+  explicit search_view(detail::search_history const& h) noexcept : h_(&h) {}
 
   [[nodiscard]] kernelbrain::problem const& problem() const noexcept { return *h_->problem_; }
   [[nodiscard]] std::span<rung const> rungs() const noexcept { return h_->rungs_; }
   [[nodiscard]] kernelbrain::baseline const& baseline() const noexcept { return *h_->baseline_; }
   [[nodiscard]] budget_meter const& meter() const noexcept { return *h_->meter_; }
-  [[nodiscard]] search_counters const& counters() const noexcept { return h_->counters; }
+  [[nodiscard]] search_counters const& counters() const noexcept { return h_->counters_; }
 
   [[nodiscard]] std::size_t size() const noexcept { return h_->records_.size(); }
   [[nodiscard]] candidate_record const& operator[](std::size_t i) const { return h_->records_[i]; }
@@ -131,7 +152,7 @@ class search_view {
   [[nodiscard]] bool contains(candidate_id id) const { return h_->index_.contains(id); }
   /// Candidates proposed but never evaluated, oldest first.
   [[nodiscard]] std::deque<std::size_t> const& fresh() const noexcept { return h_->fresh_; }
-  [[nodiscard]] std::size_t in_flight_evaluations() const noexcept { return h_->in_flight_evaluations; }
+  [[nodiscard]] std::size_t in_flight_evaluations() const noexcept { return h_->in_flight_; }
   /// The incumbent: best score at the highest rung anyone has passed.
   [[nodiscard]] candidate_record const* best() const noexcept {
     return h_->best_ ? &h_->records_[*h_->best_] : nullptr;
@@ -142,7 +163,7 @@ class search_view {
   }
 
  private:
-  search_history const* h_;
+  detail::search_history const* h_;
 };
 
 }  // namespace kernelbrain

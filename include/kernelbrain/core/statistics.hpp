@@ -22,7 +22,11 @@ struct median_ci {
   const std::size_t n = s.size();
   median_ci r;
   r.median = n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
-  if (n < 6) { r.low = s.front(); r.high = s.back(); return r; }
+  if (n < 6) {
+    r.low = s.front();
+    r.high = s.back();
+    return r;
+  }
   // Normal approximation to Binomial(n, 1/2): ranks n/2 -+ 1.96 sqrt(n)/2.
   const double half = 1.96 * std::sqrt(static_cast<double>(n)) / 2.0;
   const auto lo = static_cast<std::ptrdiff_t>(std::floor(static_cast<double>(n) / 2.0 - half));

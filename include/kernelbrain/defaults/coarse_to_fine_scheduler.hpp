@@ -9,6 +9,7 @@
 #include <vector>
 #include "kernelbrain/core/action.hpp"
 #include "kernelbrain/core/event.hpp"
+#include "kernelbrain/core/registry.hpp"
 #include "kernelbrain/core/rng.hpp"
 #include "kernelbrain/core/search_view.hpp"
 #include "kernelbrain/core/statistics.hpp"
@@ -17,26 +18,53 @@
 namespace kernelbrain {
 
 struct coarse_to_fine_options {
-  std::size_t eta = 3;                 ///< keep the top 1/eta of each rung
-  std::size_t explore_batch = 8;       ///< candidates per explore request
-  std::size_t mutate_batch = 4;        ///< children per promoted parent
-  double final_explore_share = 0.1;    ///< share of generations that still explore at the end of the budget
-  std::size_t stagnation_limit = 0;    ///< stop after this many evaluations without a new best (0 = never)
-  double roofline_target = 0;          ///< stop when the incumbent reaches this fraction of the floor (0 = never)
+  std::size_t eta = 3;               ///< keep the top 1/eta of each rung
+  std::size_t explore_batch = 8;     ///< candidates per explore request
+  std::size_t mutate_batch = 4;      ///< children per promoted parent
+  double final_explore_share = 0.1;  ///< share of generations that still explore at the end of the budget
+  std::size_t stagnation_limit = 0;  ///< stop after this many evaluations without a new best (0 = never)
+  double roofline_target = 0;        ///< stop when the incumbent reaches this fraction of the floor (0 = never)
+
+  /// The options "default" and its ablations take ("default:eta=4,explore_batch=16").
+  [[nodiscard]] static option_table<coarse_to_fine_options> describe() {
+    using o = coarse_to_fine_options;
+    return option_table<o>{}
+        .add("eta", &o::eta, 2, "keep the top 1/eta of each rung")
+        .add("explore_batch", &o::explore_batch, 1, "candidates per explore request")
+        .add("mutate_batch", &o::mutate_batch, 1, "children per promoted parent")
+        .add("final_explore_share", &o::final_explore_share,
+             "share of generations that still explore at the end of the budget")
+        .add("stagnation_limit", &o::stagnation_limit,
+             "stop after this many evaluations without a new best (0 = never)")
+        .add("roofline_target", &o::roofline_target,
+             "stop when the incumbent reaches this fraction of the roofline floor (0 = never)");
+  }
 };
 
 class coarse_to_fine_scheduler {
  public:
-  explicit coarse_to_fine_scheduler(coarse_to_fine_options o = {}) : opt_(o) { if (opt_.eta < 2) opt_.eta = 2; }
+  explicit coarse_to_fine_scheduler(coarse_to_fine_options o = {}) : opt_(o) {
+    if (opt_.eta < 2) opt_.eta = 2;
+  }
 
   void reseed(std::uint64_t seed) { rng_.reseed(seed); }
 
+  /// The settings in use (eta raised to 2 where less was given).
+  [[nodiscard]] coarse_to_fine_options const& options() const noexcept { return opt_; }
+
   void observe(event const& e) {
     switch (e.kind) {
-      case event_kind::measured: on_measured(e); break;
-      case event_kind::new_best: last_improvement_ = evaluations_; break;
-      case event_kind::rejected: ++evaluations_; break;
-      default: break;
+      case event_kind::measured:
+        on_measured(e);
+        break;
+      case event_kind::new_best:
+        last_improvement_ = evaluations_;
+        break;
+      case event_kind::rejected:
+        ++evaluations_;
+        break;
+      default:
+        break;
     }
   }
 
@@ -73,7 +101,10 @@ class coarse_to_fine_scheduler {
     ++evaluations_;
     if (!e.value) return;
     const std::size_t r = e.rung;
-    if (ranks_.size() <= r) { ranks_.resize(r + 1); promoted_.resize(r + 1); }
+    if (ranks_.size() <= r) {
+      ranks_.resize(r + 1);
+      promoted_.resize(r + 1);
+    }
     auto& set = ranks_[r];
     const std::size_t rank = set.insert({e.value->value, e.id.value});
     const std::size_t k = set.size() / opt_.eta;  // size of the promotable top

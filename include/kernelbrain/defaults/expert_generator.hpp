@@ -39,7 +39,8 @@ class expert_generator {
   std::vector<candidate> propose(search_view const& v, proposal_request const& req) {
     auto hints = template_hints(v.problem());
     if (hints.empty())
-      throw error("problem '" + v.problem().name + "' has no catalogue hint with a template: the expert "
+      throw error("problem '" + v.problem().name +
+                  "' has no catalogue hint with a template: the expert "
                   "generator needs at least one (or use an LLM generator)");
     std::vector<candidate> out;
     if (req.mode == generation_mode::mutate && !req.parents.empty()) {
@@ -89,7 +90,9 @@ class expert_generator {
     for (std::size_t i = moves.size(); i > 1; --i) std::swap(moves[i - 1], moves[rng_.below(i)]);
     // Among parameters tried equally often: moves that paid before first, then single steps.
     const std::uint64_t family_key = hasher{}.bytes(parent->cand.family).digest();
-    auto key_of = [&](std::size_t which, int st) { return family_key ^ (which * 0x9E3779B97F4A7C15ULL) ^ (st > 0 ? 1u : 2u); };
+    auto key_of = [&](std::size_t which, int st) {
+      return family_key ^ (which * 0x9E3779B97F4A7C15ULL) ^ (st > 0 ? 1u : 2u);
+    };
     std::vector<double> gain(moves.size(), 0.0);
     for (std::size_t k = 0; k < moves.size(); ++k)
       if (auto it = gains_.find(key_of(moves[k].first, moves[k].second)); it != gains_.end() && it->second.n > 0)
@@ -116,8 +119,8 @@ class expert_generator {
   }
 
   struct move {
-    std::uint64_t key = 0;       ///< (family, parameter, direction)
-    double parent_speedup = 0;   ///< the parent's smoke-rung speedup
+    std::uint64_t key = 0;      ///< (family, parameter, direction)
+    double parent_speedup = 0;  ///< the parent's smoke-rung speedup
   };
   struct gain_stat {
     double sum = 0;  ///< of log(child / parent) smoke-rung speedups

@@ -19,7 +19,8 @@ class policy_gate {
   /// Checks the first shape plus every shape whose tier is "odd" (non-multiple-of-block sizes).
   [[nodiscard]] static policy_gate for_problem(problem const& p, int trials = 2) {
     std::vector<std::size_t> s{0};
-    for (std::size_t i = 1; i < p.shapes.size(); ++i) if (p.shapes[i].tier == "odd") s.push_back(i);
+    for (std::size_t i = 1; i < p.shapes.size(); ++i)
+      if (p.shapes[i].tier == "odd") s.push_back(i);
     return policy_gate(std::move(s), trials);
   }
 

@@ -29,7 +29,10 @@ class compile_pool {
   explicit compile_pool(std::function<bool(Result const&)> remember, unsigned threads = default_threads())
       : remember_(std::move(remember)), threads_(std::max(1u, threads)) {}
   ~compile_pool() {
-    { std::lock_guard lk(mu_); closing_ = true; }
+    {
+      std::lock_guard lk(mu_);
+      closing_ = true;
+    }
     cv_.notify_all();
     for (auto& t : pool_) t.join();
   }

@@ -8,18 +8,19 @@
 #include <string>
 #include <string_view>
 #include <vector>
+#include "kernelbrain/config.hpp"
 
 namespace kernelbrain {
 
 /// One entry point (`__global__` function) of a cubin.
 struct cubin_kernel {
-  std::string name;                 ///< the symbol: the plain name for extern "C", else mangled
-  int registers = 0;                ///< registers per thread (EIATTR_REGCOUNT)
-  int local_bytes = 0;              ///< local memory per thread: the stack frame (EIATTR_FRAME_SIZE)
-  int static_smem = 0;              ///< static shared memory per block, without what the device reserves
-  int max_threads = 0;              ///< __launch_bounds__ threads per block; 0: none declared
+  std::string name;                            ///< the symbol: the plain name for extern "C", else mangled
+  int registers = 0;                           ///< registers per thread (EIATTR_REGCOUNT)
+  int local_bytes = 0;                         ///< local memory per thread: the stack frame (EIATTR_FRAME_SIZE)
+  int static_smem = 0;                         ///< static shared memory per block, without what the device reserves
+  int max_threads = 0;                         ///< __launch_bounds__ threads per block; 0: none declared
   std::array<int, 3> required_block{0, 0, 0};  ///< a required block shape (reqntid); zeros: none
-  std::vector<int> param_sizes;     ///< size in bytes of each parameter, in declaration order
+  std::vector<int> param_sizes;                ///< size in bytes of each parameter, in declaration order
 };
 
 /// What read_cubin found.
@@ -43,8 +44,12 @@ struct cubin_info {
 
 /// Reads a cubin image. Throws kernelbrain::error naming what is malformed; never reads outside
 /// `image`, whatever its bytes.
-[[nodiscard]] cubin_info read_cubin(std::string_view image);
+[[nodiscard]] KERNELBRAIN_DECL cubin_info read_cubin(std::string_view image);
 /// read_cubin on a file's contents. Throws kernelbrain::error when it cannot be read.
-[[nodiscard]] cubin_info read_cubin_file(std::string const& path);
+[[nodiscard]] KERNELBRAIN_DECL cubin_info read_cubin_file(std::string const& path);
 
 }  // namespace kernelbrain
+
+#if KERNELBRAIN_HEADER_ONLY
+#include "kernelbrain/evaluate/impl/cubin.ipp"
+#endif

@@ -7,6 +7,7 @@
 // takes over. Entry points and resources are read from the cubin (evaluate/cubin.hpp). Linux only.
 // Bodies: impl/cuda.ipp (no CUDA headers there).
 #pragma once
+#include "kernelbrain/config.hpp"
 #if !defined(__linux__)
 #error "kernelbrain/evaluate/cuda.hpp: the CUDA backend needs Linux"
 #endif
@@ -23,11 +24,12 @@
 namespace kernelbrain {
 
 struct cuda_options {
-  std::string worker_path;  ///< kernelbrain-cuda-worker; empty: $KERNELBRAIN_CUDA_WORKER, next to this program, the build's
-  std::string cache_dir;    ///< cubins; empty: $KERNELBRAIN_CACHE_DIR, $XDG_CACHE_HOME/kernelbrain, ~/.cache/kernelbrain
+  std::string
+      worker_path;  ///< kernelbrain-cuda-worker; empty: $KERNELBRAIN_CUDA_WORKER, next to this program, the build's
+  std::string cache_dir;  ///< cubins; empty: $KERNELBRAIN_CACHE_DIR, $XDG_CACHE_HOME/kernelbrain, ~/.cache/kernelbrain
   std::vector<std::string> nvrtc_options = {"--gpu-architecture=sm_90", "-default-device", "--std=c++17"};
-  double compile_timeout = 60;  ///< wall-clock seconds per NVRTC compile, then the compiler process is killed
-  double run_timeout = 30;      ///< seconds of worker silence (one plan run, a trial) before the watchdog kills it
+  double compile_timeout = 60;    ///< wall-clock seconds per NVRTC compile, then the compiler process is killed
+  double run_timeout = 30;        ///< seconds of worker silence (one plan run, a trial) before the watchdog kills it
   std::uint64_t flush_bytes = 0;  ///< written before every timed sample; 0: twice the device's L2
   int baseline_samples = 5;
   int baseline_warmup = 1;
@@ -40,9 +42,10 @@ struct cuda_options {
   /// compute-sanitizer as a gate stage (stage::sanitizer) on the first admitted point of each template
   /// family and on every candidate that is not a template instance, at the smallest correctness shape.
   bool sanitize = true;
-  std::string sanitizer_path;  ///< empty: $KERNELBRAIN_SANITIZER, compute-sanitizer on PATH, $CUDA_HOME/bin, /usr/local/cuda/bin
+  std::string sanitizer_path;  ///< empty: $KERNELBRAIN_SANITIZER, compute-sanitizer on PATH, $CUDA_HOME/bin,
+                               ///< /usr/local/cuda/bin
   std::vector<std::string> sanitizer_tools = {"memcheck", "racecheck", "synccheck", "initcheck"};
-  double sanitizer_timeout = 180;  ///< wall-clock seconds per tool run (the tools run in parallel)
+  double sanitizer_timeout = 180;                  ///< wall-clock seconds per tool run (the tools run in parallel)
   std::function<void(int pid)> on_timing_request;  ///< test hook
 };
 
@@ -50,31 +53,32 @@ class cuda_evaluator final : public evaluator {
  public:
   /// Validates the problem (backend "cuda", reference launch plan), finds the worker, queries the
   /// NVRTC version and the device (in a child process) and compiles the reference.
-  explicit cuda_evaluator(problem const& p, cuda_options o = {});
-  ~cuda_evaluator() override;
+  explicit KERNELBRAIN_DECL cuda_evaluator(problem const& p, cuda_options o = {});
+  KERNELBRAIN_DECL ~cuda_evaluator() override;
   cuda_evaluator(cuda_evaluator const&) = delete;
   cuda_evaluator& operator=(cuda_evaluator const&) = delete;
 
-  [[nodiscard]] std::string fingerprint() const override;
+  [[nodiscard]] KERNELBRAIN_DECL std::string fingerprint() const override;
   /// Starts compiling `c` in the background (a pool of one NVRTC process per spare CPU core).
-  void prefetch(candidate const& c) override;
-  [[nodiscard]] verdict build(candidate const& c) override;
-  [[nodiscard]] verdict check(candidate const& c, std::span<std::size_t const> shapes, int trials,
-                              std::uint64_t seed) override;
-  [[nodiscard]] measurement measure(candidate const& c, rung const& r, measure_request const& req) override;
-  [[nodiscard]] baseline measure_baseline(problem const& p) override;
-  [[nodiscard]] double take_device_seconds() override;
+  KERNELBRAIN_DECL void prefetch(candidate const& c) override;
+  [[nodiscard]] KERNELBRAIN_DECL verdict build(candidate const& c) override;
+  [[nodiscard]] KERNELBRAIN_DECL verdict check(candidate const& c, std::span<std::size_t const> shapes, int trials,
+                                               std::uint64_t seed) override;
+  [[nodiscard]] KERNELBRAIN_DECL measurement measure(candidate const& c, rung const& r,
+                                                     measure_request const& req) override;
+  [[nodiscard]] KERNELBRAIN_DECL baseline measure_baseline(problem const& p) override;
+  [[nodiscard]] KERNELBRAIN_DECL double take_device_seconds() override;
 
   /// Static resources of `c` (registers, spills, shared memory, occupancy), building it first;
   /// nullopt when it does not build. Needs no GPU: they come from the cubin.
-  [[nodiscard]] std::optional<resources> resources_of(candidate const& c);
+  [[nodiscard]] KERNELBRAIN_DECL std::optional<resources> resources_of(candidate const& c);
 
-  [[nodiscard]] std::size_t worker_starts() const;
-  [[nodiscard]] std::size_t compiles() const;
-  [[nodiscard]] std::size_t cache_hits() const;
-  [[nodiscard]] std::size_t sanitizer_runs() const;  ///< candidates run under compute-sanitizer
+  [[nodiscard]] KERNELBRAIN_DECL std::size_t worker_starts() const;
+  [[nodiscard]] KERNELBRAIN_DECL std::size_t compiles() const;
+  [[nodiscard]] KERNELBRAIN_DECL std::size_t cache_hits() const;
+  [[nodiscard]] KERNELBRAIN_DECL std::size_t sanitizer_runs() const;  ///< candidates run under compute-sanitizer
   /// The compute-sanitizer this evaluator uses; empty when the stage is off or none was found.
-  [[nodiscard]] std::string const& sanitizer() const;
+  [[nodiscard]] KERNELBRAIN_DECL std::string const& sanitizer() const;
 
  private:
   struct state;
@@ -84,10 +88,14 @@ class cuda_evaluator final : public evaluator {
 /// The verdict of one compute-sanitizer run (`tool`) of kernelbrain-cuda-worker --sanitize, from its
 /// output: pass, stage::sanitizer naming the first error, or stage::infrastructure when the tool did
 /// not run the candidate. `limit` is the run's wall-clock limit, for the message.
-[[nodiscard]] verdict sanitizer_verdict(std::string const& tool, bool timed_out, int wait_status,
-                                        std::string const& output, double limit);
+[[nodiscard]] KERNELBRAIN_DECL verdict sanitizer_verdict(std::string const& tool, bool timed_out, int wait_status,
+                                                         std::string const& output, double limit);
 
 /// The worker executable (see cuda_options::worker_path). Throws kernelbrain::error naming where it looked.
-[[nodiscard]] std::string find_cuda_worker(std::string const& explicit_path = {});
+[[nodiscard]] KERNELBRAIN_DECL std::string find_cuda_worker(std::string const& explicit_path = {});
 
 }  // namespace kernelbrain
+
+#if KERNELBRAIN_HEADER_ONLY
+#include "kernelbrain/evaluate/impl/cuda.ipp"
+#endif

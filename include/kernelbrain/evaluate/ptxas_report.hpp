@@ -6,6 +6,7 @@
 #include <string>
 #include <utility>
 #include <vector>
+#include "kernelbrain/config.hpp"
 
 namespace kernelbrain {
 
@@ -17,6 +18,11 @@ struct cuda_kernel_resources {
 /// The resources per entry point in an NVRTC log, in the order first reported; a later report of the
 /// same name replaces an earlier one (NVRTC prints #warning text before ptxas runs). Never throws,
 /// whatever the text: numbers that do not parse are left at zero.
-[[nodiscard]] std::vector<std::pair<std::string, cuda_kernel_resources>> parse_ptxas_log(std::string const& log);
+[[nodiscard]] KERNELBRAIN_DECL std::vector<std::pair<std::string, cuda_kernel_resources>> parse_ptxas_log(
+    std::string const& log);
 
 }  // namespace kernelbrain
+
+#if KERNELBRAIN_HEADER_ONLY
+#include "kernelbrain/evaluate/impl/ptxas_report.ipp"
+#endif

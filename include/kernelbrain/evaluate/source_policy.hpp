@@ -6,6 +6,7 @@
 #include <string>
 #include <string_view>
 #include <vector>
+#include "kernelbrain/config.hpp"
 #include "kernelbrain/core/verdict.hpp"
 
 namespace kernelbrain {
@@ -33,6 +34,10 @@ struct host_source_policy {
 /// Pass, or stage::policy naming the first forbidden construct and its line. Comments and string
 /// literals are skipped; identifiers are matched as whole tokens after line splicing, anywhere but
 /// after `.` or `->` (so macros cannot hide a call); `##` is refused because it can assemble names.
-[[nodiscard]] verdict inspect_host_source(std::string_view source, host_source_policy const& policy);
+[[nodiscard]] KERNELBRAIN_DECL verdict inspect_host_source(std::string_view source, host_source_policy const& policy);
 
 }  // namespace kernelbrain
+
+#if KERNELBRAIN_HEADER_ONLY
+#include "kernelbrain/evaluate/impl/source_policy.ipp"
+#endif

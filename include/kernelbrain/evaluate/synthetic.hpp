@@ -19,19 +19,22 @@ namespace kernelbrain {
 
 struct synthetic_config {
   std::uint64_t landscape_seed = 7;
-  double noise = 0.03;                  ///< lognormal sigma per timed sample
-  double outlier_rate = 0.01;           ///< chance that a sample is 1.5-3x slower
+  double noise = 0.03;         ///< lognormal sigma per timed sample
+  double outlier_rate = 0.01;  ///< chance that a sample is 1.5-3x slower
   double compile_failure_rate = 0.04;
   double crash_rate = 0.02;
-  double odd_size_bug_rate = 0.03;      ///< wrong only at the "odd" shape
-  double ruggedness = 0.10;             ///< amplitude of the non-monotonic ripple
-  double reference_factor = 2.5;        ///< reference cost relative to a typical candidate
+  double odd_size_bug_rate = 0.03;  ///< wrong only at the "odd" shape
+  double ruggedness = 0.10;         ///< amplitude of the non-monotonic ripple
+  double reference_factor = 2.5;    ///< reference cost relative to a typical candidate
 };
 
 /// The landscape: ground truth for the synthetic backend and for ablations (known optimum).
 class synthetic_landscape {
  public:
-  explicit synthetic_landscape(synthetic_config c = {}) : cfg_(c) { build_problem(); find_optimum(); }
+  explicit synthetic_landscape(synthetic_config c = {}) : cfg_(c) {
+    build_problem();
+    find_optimum();
+  }
 
   [[nodiscard]] problem const& get_problem() const noexcept { return problem_; }
   [[nodiscard]] synthetic_config const& config() const noexcept { return cfg_; }
@@ -49,11 +52,13 @@ class synthetic_landscape {
       cost *= 1.0 + curvature_[f][j] * (x - opt) * (x - opt);
     }
     // Non-monotonic ripple: a neighbour can be worse than both of its own neighbours.
-    const double u = unit(hasher{}.integer(cfg_.landscape_seed).bytes("ripple").bytes(family).bytes(p.to_string()).digest());
+    const double u =
+        unit(hasher{}.integer(cfg_.landscape_seed).bytes("ripple").bytes(family).bytes(p.to_string()).digest());
     cost *= 1.0 + cfg_.ruggedness * u;
     // Register-pressure cliff.
     std::int64_t pressure = 1;
-    for (auto const& d : sp.params) if (d.name != "STAGES") pressure *= p.at(d.name);
+    for (auto const& d : sp.params)
+      if (d.name != "STAGES") pressure *= p.at(d.name);
     if (pressure > cliff_[f]) cost *= 1.6;
     return cost;
   }
@@ -86,11 +91,13 @@ class synthetic_landscape {
   static double unit(std::uint64_t h) noexcept { return static_cast<double>(h >> 11) * 0x1.0p-53; }
   static double position(parameter_def const& d, std::int64_t v) {
     for (std::size_t i = 0; i < d.values.size(); ++i)
-      if (d.values[i] == v) return d.values.size() > 1 ? static_cast<double>(i) / static_cast<double>(d.values.size() - 1) : 0.0;
+      if (d.values[i] == v)
+        return d.values.size() > 1 ? static_cast<double>(i) / static_cast<double>(d.values.size() - 1) : 0.0;
     return 0.0;
   }
   std::size_t family_index(std::string const& family) const {
-    for (std::size_t i = 0; i < problem_.catalogue.size(); ++i) if (problem_.catalogue[i].name == family) return i;
+    for (std::size_t i = 0; i < problem_.catalogue.size(); ++i)
+      if (problem_.catalogue[i].name == family) return i;
     throw error("synthetic backend: unknown family '" + family + "'");
   }
 
@@ -110,9 +117,16 @@ class synthetic_landscape {
       work_.push_back(works[i]);
       problem_.shapes.push_back(std::move(s));
     }
-    const std::vector<parameter_def> common = {
-        {"BLOCK", {32, 64, 128, 256, 512, 1024}}, {"VEC", {1, 2, 4, 8}}, {"UNROLL", {1, 2, 4, 8}}, {"STAGES", {1, 2, 3, 4}}};
-    struct fam { const char* name; const char* prose; double base; bool split; };
+    const std::vector<parameter_def> common = {{"BLOCK", {32, 64, 128, 256, 512, 1024}},
+                                               {"VEC", {1, 2, 4, 8}},
+                                               {"UNROLL", {1, 2, 4, 8}},
+                                               {"STAGES", {1, 2, 3, 4}}};
+    struct fam {
+      const char* name;
+      const char* prose;
+      double base;
+      bool split;
+    };
     const fam fams[] = {
         {"block-per-row", "one block per row, shared-memory tree reduction", 1.00, false},
         {"warp-per-row", "one warp per row, shuffle reduction, no shared memory", 0.85, false},
@@ -180,10 +194,12 @@ class synthetic_evaluator final : public evaluator {
   }
   [[nodiscard]] verdict build(candidate const& c) override {
     if (auto f = land_->failure(c.family, c.params); f == stage::compile || f == stage::resources)
-      return verdict::reject(*f, *f == stage::compile ? "synthetic compile error" : "synthetic: shared memory over the limit");
+      return verdict::reject(
+          *f, *f == stage::compile ? "synthetic compile error" : "synthetic: shared memory over the limit");
     return verdict::pass();
   }
-  [[nodiscard]] verdict check(candidate const& c, std::span<std::size_t const> shapes, int trials, std::uint64_t) override {
+  [[nodiscard]] verdict check(candidate const& c, std::span<std::size_t const> shapes, int trials,
+                              std::uint64_t) override {
     if (auto v = build(c); !v) return v;
     const auto f = land_->failure(c.family, c.params);
     for (auto s : shapes) {
@@ -197,7 +213,10 @@ class synthetic_evaluator final : public evaluator {
   [[nodiscard]] measurement measure(candidate const& c, rung const& r, measure_request const& req) override {
     measurement m;
     // Correctness is checked at every timed shape, whatever the gate did.
-    if (auto v = check(c, r.shapes, std::max(1, r.correctness_trials), req.seed); !v) { m.result = v; return m; }
+    if (auto v = check(c, r.shapes, std::max(1, r.correctness_trials), req.seed); !v) {
+      m.result = v;
+      return m;
+    }
     rng noise(req.seed);
     for (auto s : r.shapes) {
       const double t = land_->true_seconds(c.family, c.params, s);
@@ -221,7 +240,8 @@ class synthetic_evaluator final : public evaluator {
       }
       m.vs_incumbent = ab_comparison{req.incumbent->id.str(), median_with_ci(ratios)};
     }
-    m.res = resources{static_cast<int>(16 + 4 * c.params.find("UNROLL").value_or(1) * c.params.find("VEC").value_or(1)), 0, 0, 0.5};
+    m.res = resources{static_cast<int>(16 + 4 * c.params.find("UNROLL").value_or(1) * c.params.find("VEC").value_or(1)),
+                      0, 0, 0.5};
     return m;
   }
   [[nodiscard]] baseline measure_baseline(problem const& p) override {

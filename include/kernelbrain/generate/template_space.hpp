@@ -20,7 +20,11 @@ namespace kernelbrain {
       const auto close = text.find('}', i + 2);
       if (close != std::string::npos) {
         const auto name = std::string_view(text).substr(i + 2, close - i - 2);
-        if (auto v = p.find(name)) { out += std::to_string(*v); i = close + 1; continue; }
+        if (auto v = p.find(name)) {
+          out += std::to_string(*v);
+          i = close + 1;
+          continue;
+        }
       }
     }
     out += text[i++];
@@ -32,7 +36,10 @@ namespace kernelbrain {
 [[nodiscard]] inline candidate instantiate(expert_hint const& h, parameters p, std::string origin,
                                            std::optional<candidate_id> parent = std::nullopt) {
   std::string src, launch;
-  if (h.templ) { src = substitute(h.templ->source, p); launch = substitute(h.templ->launch, p); }
+  if (h.templ) {
+    src = substitute(h.templ->source, p);
+    launch = substitute(h.templ->launch, p);
+  }
   return make_candidate(h.name, std::move(p), std::move(origin), parent, std::move(src), std::move(launch));
 }
 
@@ -55,13 +62,14 @@ namespace kernelbrain {
 
 /// Moves parameter `which` of `p` by `step` positions in its value list; nullopt when that leaves
 /// the list or breaks a constraint.
-[[nodiscard]] inline std::optional<parameters> step_parameter(parameter_space const& s, parameters p,
-                                                              std::size_t which, int step) {
+[[nodiscard]] inline std::optional<parameters> step_parameter(parameter_space const& s, parameters p, std::size_t which,
+                                                              int step) {
   auto const& d = s.params[which];
   auto cur = p.find(d.name);
   if (!cur) return std::nullopt;
   std::ptrdiff_t pos = -1;
-  for (std::size_t i = 0; i < d.values.size(); ++i) if (d.values[i] == *cur) pos = static_cast<std::ptrdiff_t>(i);
+  for (std::size_t i = 0; i < d.values.size(); ++i)
+    if (d.values[i] == *cur) pos = static_cast<std::ptrdiff_t>(i);
   const auto next = pos + step;
   if (pos < 0 || next < 0 || next >= static_cast<std::ptrdiff_t>(d.values.size())) return std::nullopt;
   p.set(d.name, d.values[static_cast<std::size_t>(next)]);
@@ -71,14 +79,16 @@ namespace kernelbrain {
 
 /// The catalogue hint named `name`, or null.
 [[nodiscard]] inline expert_hint const* find_hint(problem const& p, std::string_view name) {
-  for (auto const& h : p.catalogue) if (h.name == name) return &h;
+  for (auto const& h : p.catalogue)
+    if (h.name == name) return &h;
   return nullptr;
 }
 
 /// Hints that carry a template (a template without parameters is one point): what template search can draw from.
 [[nodiscard]] inline std::vector<expert_hint const*> template_hints(problem const& p) {
   std::vector<expert_hint const*> out;
-  for (auto const& h : p.catalogue) if (h.templ && h.templ->space.cardinality() > 0) out.push_back(&h);
+  for (auto const& h : p.catalogue)
+    if (h.templ && h.templ->space.cardinality() > 0) out.push_back(&h);
   return out;
 }
 

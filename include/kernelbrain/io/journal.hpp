@@ -1,6 +1,6 @@
 // The JSONL journal: an append-only, crash-safe record of a search, and what a resumed run reads back.
-// Declarations only (no JSON library here); the bodies are in kernelbrain/impl/journal.ipp, compiled
-// once by kernelbrain/src.hpp (or the kernelbrain::runtime library).
+// No JSON library in this header; the bodies are in io/impl/journal.ipp (header-only form: included
+// at the end; separately compiled: kernelbrain/src.hpp or kernelbrain::runtime; see config.hpp).
 //
 // Format: one JSON object per line, each with a "type":
 //   header   the run's identity (run_header), its budget, the library version and the date; first line
@@ -21,6 +21,7 @@
 #include <string>
 #include <string_view>
 #include <vector>
+#include "kernelbrain/config.hpp"
 #include "kernelbrain/core/budget.hpp"
 #include "kernelbrain/core/candidate.hpp"
 #include "kernelbrain/core/evaluation.hpp"
@@ -32,8 +33,6 @@
 
 namespace kernelbrain {
 
-/// The library version written to journal headers.
-inline constexpr std::string_view library_version = "0.1.0";
 /// The journal format written by this library; readers refuse a newer one.
 inline constexpr std::int64_t journal_format = 1;
 
@@ -79,10 +78,10 @@ struct journal_contents {
 
 /// Reads a journal. A torn last line (a kill mid-write) is ignored; any other line that is not a
 /// valid journal line throws kernelbrain::error naming the file and the line number.
-[[nodiscard]] journal_contents read_journal(std::filesystem::path const& path);
+[[nodiscard]] KERNELBRAIN_DECL journal_contents read_journal(std::filesystem::path const& path);
 
 /// What a resumed run needs: the header, the baseline, every finished evaluation, and the last event written.
-[[nodiscard]] resume_state load_journal(std::filesystem::path const& path);
+[[nodiscard]] KERNELBRAIN_DECL resume_state load_journal(std::filesystem::path const& path);
 
 enum class journal_mode {
   create,  ///< a new journal; an existing file is never overwritten
@@ -110,14 +109,14 @@ class jsonl_journal final : public journal_sink {
  public:
   /// Throws kernelbrain::error when the file cannot be created or opened, when `create` finds an
   /// existing file, when `resume` finds none, and when the recorded header differs from `header`.
-  jsonl_journal(std::filesystem::path path, run_header header, budget limits, journal_mode mode);
-  ~jsonl_journal() override;
+  KERNELBRAIN_DECL jsonl_journal(std::filesystem::path path, run_header header, budget limits, journal_mode mode);
+  KERNELBRAIN_DECL ~jsonl_journal() override;
   jsonl_journal(jsonl_journal const&) = delete;
   jsonl_journal& operator=(jsonl_journal const&) = delete;
 
-  void write_outcome(evaluation_outcome const& o) override;
-  void write_event(event const& e, search_view const& v) override;
-  void write_baseline(baseline const& b) override;
+  KERNELBRAIN_DECL void write_outcome(evaluation_outcome const& o) override;
+  KERNELBRAIN_DECL void write_event(event const& e, search_view const& v) override;
+  KERNELBRAIN_DECL void write_baseline(baseline const& b) override;
 
   [[nodiscard]] std::filesystem::path const& path() const noexcept { return path_; }
   /// For journal_mode::resume: the state to pass as search_options::resume (nullopt after create).
@@ -125,13 +124,13 @@ class jsonl_journal final : public journal_sink {
   [[nodiscard]] journal_resume_info const& resume_info() const noexcept { return info_; }
   /// Throws kernelbrain::error if a write failed. An outcome is written on the evaluation thread,
   /// which must not throw, so its failure is kept and reported here (and by the next write_event).
-  void throw_if_failed() const;
+  KERNELBRAIN_DECL void throw_if_failed() const;
 
  private:
-  void open_new(budget const& limits);
-  void open_for_resume(budget const& limits);
-  void append_line(std::string line);
-  void fail_unlocked(std::string why);
+  KERNELBRAIN_DECL void open_new(budget const& limits);
+  KERNELBRAIN_DECL void open_for_resume(budget const& limits);
+  KERNELBRAIN_DECL void append_line(std::string line);
+  KERNELBRAIN_DECL void fail_unlocked(std::string why);
 
   std::filesystem::path path_;
   run_header header_;
@@ -143,3 +142,7 @@ class jsonl_journal final : public journal_sink {
 };
 
 }  // namespace kernelbrain
+
+#if KERNELBRAIN_HEADER_ONLY
+#include "kernelbrain/io/impl/journal.ipp"
+#endif

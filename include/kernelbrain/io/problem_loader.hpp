@@ -1,11 +1,12 @@
 // Problems as data: a problem directory (problem.json plus the source files it names) to a
 // kernelbrain::problem. The format is described in docs/problem-format.md.
-// Declarations only (no JSON library here); the body is in kernelbrain/impl/problem_loader.ipp,
-// compiled once by kernelbrain/src.hpp (or the kernelbrain::runtime library).
+// No JSON library in this header; the body is in io/impl/problem_loader.ipp (header-only form:
+// included at the end; separately compiled: kernelbrain/src.hpp or kernelbrain::runtime).
 #pragma once
 #include <array>
 #include <filesystem>
 #include <string_view>
+#include "kernelbrain/config.hpp"
 #include "kernelbrain/core/problem.hpp"
 
 namespace kernelbrain {
@@ -27,6 +28,10 @@ inline constexpr std::string_view problem_file_name = "problem.json";
 ///
 /// Throws kernelbrain::error for anything missing or malformed; the message names the file and the
 /// field, with the index for arrays, e.g. ".../problem.json: shapes[2].dims: missing dim 'C'".
-[[nodiscard]] problem load_problem(std::filesystem::path const& dir);
+[[nodiscard]] KERNELBRAIN_DECL problem load_problem(std::filesystem::path const& dir);
 
 }  // namespace kernelbrain
+
+#if KERNELBRAIN_HEADER_ONLY
+#include "kernelbrain/io/impl/problem_loader.ipp"
+#endif

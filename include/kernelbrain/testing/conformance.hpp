@@ -28,9 +28,9 @@ struct conformance_options {
   double quality_slack = 1.15;            ///< the best must be within 15% of the known optimum...
   std::uint64_t quality_seeds = 20;       ///< ...on at least min_within of this many seeds
   std::uint64_t min_within = 18;
-  std::uint64_t landscape_seed = 7;       ///< the synthetic landscape (7: the default one)
-  bool concurrency = true;                ///< also run at max_in_flight 1 and 8, issue and arrival order
-  bool small_space = true;                ///< also run on a 64-point space until it is exhausted
+  std::uint64_t landscape_seed = 7;  ///< the synthetic landscape (7: the default one)
+  bool concurrency = true;           ///< also run at max_in_flight 1 and 8, issue and arrival order
+  bool small_space = true;           ///< also run on a 64-point space until it is exhausted
 };
 
 /// What check_conformance found: `failures` empty when the composition conforms.
@@ -54,7 +54,12 @@ struct conformance_result {
 class conformance_watch final : public observer {
  public:
   void on_event(event const& e, search_view const& v) override {
-    digest = hasher{}.integer(digest).integer(static_cast<std::uint64_t>(e.kind)).integer(e.id.value).integer(e.rung).digest();
+    digest = hasher{}
+                 .integer(digest)
+                 .integer(static_cast<std::uint64_t>(e.kind))
+                 .integer(e.id.value)
+                 .integer(e.rung)
+                 .digest();
     switch (e.kind) {
       case event_kind::proposed: {
         ++proposed;
@@ -133,7 +138,8 @@ conformance_run run_conformance_search(Make const& make, synthetic_landscape con
 /// Checks a composition: `make` takes a problem const& and returns what search() takes (a
 /// policies<...>, e.g. default_policies(p).with_generator(...), or registry.make(name, p)).
 template <class Make>
-[[nodiscard]] conformance_result check_conformance(std::string name, Make const& make, conformance_options const& o = {}) {
+[[nodiscard]] conformance_result check_conformance(std::string name, Make const& make,
+                                                   conformance_options const& o = {}) {
   conformance_result res;
   res.name = std::move(name);
   auto fail = [&](std::string const& what) { res.failures.push_back(what); };
@@ -162,7 +168,8 @@ template <class Make>
     if (!r.best) {
       fail("no best candidate after a whole budget");
     } else {
-      if (a.quality_ratio < 1.0) fail("the best is better than the landscape's optimum: the quality bookkeeping is wrong");
+      if (a.quality_ratio < 1.0)
+        fail("the best is better than the landscape's optimum: the quality bookkeeping is wrong");
       if (a.quality_ratio > o.quality_slack)
         fail("the best is " + num(a.quality_ratio) + "x the optimum's time (seed 1), allowed " + num(o.quality_slack));
       if (r.best->state == candidate_state::rejected || a.watch.rejected.contains(r.best->cand.id))
@@ -170,14 +177,16 @@ template <class Make>
       if (r.best_rung >= r.best->scores.size() || !r.best->scores[r.best_rung].has_value())
         fail("the best has no score at its rung");
       auto b = run_conformance_search(make, land, prob, 1, o.evaluation_budget);
-      if (!b.result.best || b.result.best->cand.id != r.best->cand.id || b.result.used.evaluations != r.used.evaluations ||
-          b.result.candidates != r.candidates || b.watch.digest != a.watch.digest)
+      if (!b.result.best || b.result.best->cand.id != r.best->cand.id ||
+          b.result.used.evaluations != r.used.evaluations || b.result.candidates != r.candidates ||
+          b.watch.digest != a.watch.digest)
         fail("the same seed gave another search (best, evaluations, candidates or event order differ)");
     }
     if (r.used.evaluations == 0 || !(r.used.device_seconds > 0) || r.counters.evaluations != r.used.evaluations)
       fail("the budget was not charged for the evaluations made");
     if (a.watch.proposed != r.candidates) fail("proposals and candidates disagree");
-    if (a.watch.outside_space) fail(std::to_string(a.watch.outside_space) + " proposals outside the catalogue's admitted points");
+    if (a.watch.outside_space)
+      fail(std::to_string(a.watch.outside_space) + " proposals outside the catalogue's admitted points");
     if (a.watch.children_of_unmeasured)
       fail(std::to_string(a.watch.children_of_unmeasured) + " children of parents that were never measured");
 
@@ -223,7 +232,8 @@ template <class Make>
       const auto s = run_conformance_search(make, land, small, 5, 5000);
       res.notes.push_back("on " + std::to_string(points) + " points: " + std::to_string(s.result.used.evaluations) +
                           " evaluations, stop: " + s.result.stop_reason);
-      if (s.result.stop_reason.empty() || s.result.stop_reason.find("waited with nothing in flight") != std::string::npos)
+      if (s.result.stop_reason.empty() ||
+          s.result.stop_reason.find("waited with nothing in flight") != std::string::npos)
         fail("on a space it can exhaust, the search did not end with a reason (" + s.result.stop_reason + ")");
       if (s.result.stop_reason == "evaluation budget spent")
         fail("on " + std::to_string(points) + " points it spent 5000 evaluations instead of stopping when done");
@@ -240,7 +250,8 @@ template <class Make>
 /// check_conformance for a registered strategy, built with registry.make(name, problem).
 [[nodiscard]] inline conformance_result check_conformance(strategy_registry const& registry, std::string const& name,
                                                           conformance_options const& o = {}) {
-  return check_conformance(name, [&](problem const& p) { return registry.make(name, p); }, o);
+  return check_conformance(
+      name, [&](problem const& p) { return registry.make(name, p); }, o);
 }
 
 }  // namespace kernelbrain::testing

@@ -8,6 +8,7 @@
 #include "kernelbrain/core/candidate.hpp"
 #include "kernelbrain/core/error.hpp"
 #include "kernelbrain/core/policies.hpp"
+#include "kernelbrain/core/registry.hpp"
 #include "kernelbrain/core/rng.hpp"
 #include "kernelbrain/core/search_view.hpp"
 #include "kernelbrain/defaults/policy_gate.hpp"
@@ -76,6 +77,12 @@ class exhaustive_generator {
 struct exhaustive_options {
   std::size_t batch = 16;     ///< candidates per generation request
   std::size_t dry_limit = 2;  ///< empty generations in a row that mean "nothing left"
+
+  /// The options "exhaustive" takes besides its ladder's (one_rung_options): dry_limit is not one.
+  [[nodiscard]] static option_table<exhaustive_options> describe() {
+    return option_table<exhaustive_options>{}.add("batch", &exhaustive_options::batch, 1,
+                                                  "candidates per generation request");
+  }
 };
 
 /// Evaluates fresh candidates in the order they were proposed, each once, at the top rung, asks for
@@ -86,6 +93,9 @@ class exhaustive_scheduler {
     if (opt_.batch < 1) opt_.batch = 1;
     if (opt_.dry_limit < 1) opt_.dry_limit = 1;
   }
+
+  /// The settings in use (batch and dry_limit raised to 1 where less was given).
+  [[nodiscard]] exhaustive_options const& options() const noexcept { return opt_; }
 
   action next(search_view const& v) {
     if (!v.fresh().empty()) return evaluate(v[v.fresh().front()].cand.id, v.rungs().size() - 1);
@@ -117,6 +127,11 @@ using exhaustive_policies_t =
                                                                exhaustive_options o = {}) {
   return {exhaustive_generator{}, policy_gate::for_problem(p), one_rung_ladder::all_shapes(p, samples),
           speedup_scorer{}, exhaustive_scheduler{o}};
+}
+/// The same, with the ladder's samples from `l` (as the registry reads them).
+[[nodiscard]] inline exhaustive_policies_t exhaustive_policies(problem const& p, one_rung_options const& l,
+                                                               exhaustive_options o = {}) {
+  return exhaustive_policies(p, static_cast<int>(l.samples), o);
 }
 
 }  // namespace kernelbrain

@@ -7,6 +7,7 @@
 #include <vector>
 #include "kernelbrain/core/action.hpp"
 #include "kernelbrain/core/policies.hpp"
+#include "kernelbrain/core/registry.hpp"
 #include "kernelbrain/core/search_view.hpp"
 #include "kernelbrain/defaults/expert_generator.hpp"
 #include "kernelbrain/defaults/multi_rung_ladder.hpp"
@@ -20,6 +21,15 @@ struct hyperband_options {
   std::size_t eta = 3;            ///< keep the top 1/eta of each rung
   std::size_t scale = 1;          ///< multiplies every bracket's size
   std::size_t explore_batch = 8;  ///< candidates per explore request
+
+  /// The options "hyperband" takes ("hyperband:eta=2,scale=3").
+  [[nodiscard]] static option_table<hyperband_options> describe() {
+    using o = hyperband_options;
+    return option_table<o>{}
+        .add("eta", &o::eta, 2, "keep the top 1/eta of each rung")
+        .add("scale", &o::scale, 1, "multiplies every bracket's size")
+        .add("explore_batch", &o::explore_batch, 1, "candidates per explore request");
+  }
 };
 
 /// Hyperband over the ladder's R rungs: bracket s (s = R-1 down to 0) starts ceil(R/(s+1) * eta^s)
@@ -52,6 +62,9 @@ class hyperband_scheduler {
       if (empty) return stop("hyperband: the generator has nothing new for a bracket");
     }
   }
+
+  /// The settings in use (eta and scale raised to their least values where less was given).
+  [[nodiscard]] hyperband_options const& options() const noexcept { return opt_; }
 
   /// Brackets finished so far.
   [[nodiscard]] std::size_t brackets() const noexcept { return brackets_; }

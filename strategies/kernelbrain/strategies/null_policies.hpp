@@ -9,6 +9,7 @@
 #include "kernelbrain/core/error.hpp"
 #include "kernelbrain/core/evaluator.hpp"
 #include "kernelbrain/core/problem.hpp"
+#include "kernelbrain/core/registry.hpp"
 #include "kernelbrain/core/rung.hpp"
 #include "kernelbrain/core/verdict.hpp"
 #include "kernelbrain/defaults/multi_rung_ladder.hpp"
@@ -21,6 +22,17 @@ namespace kernelbrain {
 class pass_all_gate {
  public:
   verdict admit(candidate const&, evaluator&) const { return verdict::pass(); }
+};
+
+/// The setting of a one-rung ladder built by one_rung_ladder::all_shapes.
+struct one_rung_options {
+  std::size_t samples = 10;  ///< timed samples per shape
+
+  /// The option a strategy with such a ladder takes ("exhaustive:samples=5").
+  [[nodiscard]] static option_table<one_rung_options> describe() {
+    return option_table<one_rung_options>{}.add("samples", &one_rung_options::samples, 1,
+                                                "timed samples per shape at the one rung");
+  }
 };
 
 /// A ladder of one rung: every candidate is judged at full fidelity (the "no multi-fidelity" ablation).
@@ -36,6 +48,10 @@ class one_rung_ladder {
     std::vector<std::size_t> all(p.shapes.size());
     std::iota(all.begin(), all.end(), std::size_t{0});
     return one_rung_ladder(rung{"full", std::move(all), samples, 1, 1, false, false});
+  }
+  /// Every shape of `p`, `o.samples` timed samples each.
+  [[nodiscard]] static one_rung_ladder all_shapes(problem const& p, one_rung_options const& o) {
+    return all_shapes(p, static_cast<int>(o.samples));
   }
   /// The top rung of the standard ladder alone (every shape, its samples, A/B and profile).
   [[nodiscard]] static one_rung_ladder confirm(problem const& p) {

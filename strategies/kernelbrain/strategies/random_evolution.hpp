@@ -11,6 +11,7 @@
 #include "kernelbrain/core/error.hpp"
 #include "kernelbrain/core/event.hpp"
 #include "kernelbrain/core/policies.hpp"
+#include "kernelbrain/core/registry.hpp"
 #include "kernelbrain/core/rng.hpp"
 #include "kernelbrain/core/search_view.hpp"
 #include "kernelbrain/defaults/policy_gate.hpp"
@@ -112,6 +113,15 @@ struct evolution_options {
   std::size_t population = 16;  ///< mu: the best measured candidates kept as parents
   std::size_t offspring = 8;    ///< lambda: children per generation
   std::size_t tournament = 3;   ///< entrants per tournament (parent selection pressure)
+
+  /// The options "random" takes ("random:population=32,offspring=16").
+  [[nodiscard]] static option_table<evolution_options> describe() {
+    using o = evolution_options;
+    return option_table<o>{}
+        .add("population", &o::population, 1, "the best measured candidates kept as parents (mu)")
+        .add("offspring", &o::offspring, 1, "children per generation (lambda)")
+        .add("tournament", &o::tournament, 1, "entrants per tournament (parent selection pressure)");
+  }
 };
 
 /// (mu+lambda) evolution, generation by generation at the top rung: fill a random population of mu,
@@ -164,6 +174,9 @@ class evolution_scheduler {
     }
     return generate(generation_mode::mutate, opt_.offspring, std::move(parents));
   }
+
+  /// The settings in use.
+  [[nodiscard]] evolution_options const& options() const noexcept { return opt_; }
 
   /// The current parents, best first.
   [[nodiscard]] std::vector<candidate_id> population() const {

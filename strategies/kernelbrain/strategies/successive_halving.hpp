@@ -8,6 +8,7 @@
 #include <vector>
 #include "kernelbrain/core/action.hpp"
 #include "kernelbrain/core/policies.hpp"
+#include "kernelbrain/core/registry.hpp"
 #include "kernelbrain/core/search_view.hpp"
 #include "kernelbrain/defaults/expert_generator.hpp"
 #include "kernelbrain/defaults/multi_rung_ladder.hpp"
@@ -99,6 +100,15 @@ struct successive_halving_options {
   /// and the most faithful rung still has a choice to make (the low rungs are imperfect proxies).
   std::size_t bracket_size = 0;
   std::size_t explore_batch = 8;  ///< candidates per explore request
+
+  /// The options "sha" takes ("sha:eta=4,bracket_size=27").
+  [[nodiscard]] static option_table<successive_halving_options> describe() {
+    using o = successive_halving_options;
+    return option_table<o>{}
+        .add("eta", &o::eta, 2, "keep the top 1/eta of each rung")
+        .add("bracket_size", &o::bracket_size, "candidates entering rung 0 per bracket (0 = eta^rungs)")
+        .add("explore_batch", &o::explore_batch, 1, "candidates per explore request");
+  }
 };
 
 /// Successive halving, one bracket at a time, all at rung 0: a bracket's rung is complete before
@@ -125,6 +135,9 @@ class successive_halving_scheduler {
       if (empty) return stop("successive halving: the generator has nothing new for a bracket");
     }
   }
+
+  /// The settings in use (eta raised to 2 where less was given).
+  [[nodiscard]] successive_halving_options const& options() const noexcept { return opt_; }
 
   /// Brackets finished so far.
   [[nodiscard]] std::size_t brackets() const noexcept { return brackets_; }

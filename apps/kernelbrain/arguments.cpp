@@ -1,0 +1,228 @@
+// kernelbrain CLI: option definitions and the checks behind them.
+#include "arguments.hpp"
+
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+#include <functional>
+#include <system_error>
+#include <utility>
+
+namespace kernelbrain::cli {
+
+strategy_registry const& registry() {
+  static const strategy_registry r = builtin_strategies();
+  return r;
+}
+
+namespace {
+
+std::string known_strategies() {
+  std::string known;
+  for (auto const& n : registry().names()) known += (known.empty() ? "" : ", ") + n;
+  return known;
+}
+
+/// A CLI11 check that runs one of the parse_* functions and reports its usage_error (or any other
+/// kernelbrain::error, e.g. a malformed strategy option) as the option's validation error.
+template <class Parse>
+CLI::Validator checked_by(Parse parse) {
+  return CLI::Validator(
+      [parse = std::move(parse)](std::string& text) -> std::string {
+        try {
+          (void)parse(text);
+          return {};
+        } catch (error const& e) {
+          return e.what();
+        }
+      },
+      /*validator_desc=*/"");
+}
+
+CLI::Validator not_empty(std::string what) {
+  return CLI::Validator(
+      [what = std::move(what)](std::string& text) -> std::string { return text.empty() ? "give " + what : ""; }, "");
+}
+
+}  // namespace
+
+std::string strategy_spec::canonical() const {
+  std::string out = name;
+  char sep = ':';
+  for (auto const& [k, v] : options.values) {
+    out += sep;
+    out += k + "=" + v;
+    sep = ',';
+  }
+  return out;
+}
+
+strategy_spec parse_strategy(std::string const& text) {
+  strategy_spec s;
+  const auto colon = text.find(':');
+  s.name = text.substr(0, colon);
+  if (!registry().contains(s.name))
+    throw usage_error(fmt::format("unknown strategy '{}': known strategies are {} (see kernelbrain list-strategies)",
+                                  s.name, known_strategies()));
+  if (colon != std::string::npos) s.options = strategy_options::parse(std::string_view(text).substr(colon + 1));
+  return s;
+}
+
+std::uint64_t parse_count(std::string_view text, std::string_view example) {
+  std::uint64_t v = 0;
+  const auto r = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (text.empty() || r.ec != std::errc{} || r.ptr != text.data() + text.size())
+    throw usage_error(fmt::format("'{}' is not a whole number {}: use e.g. {}", text,
+                                  r.ec == std::errc::result_out_of_range ? "that fits in 64 bits" : "(0 or more)",
+                                  example));
+  return v;
+}
+
+budget parse_budget(std::string_view text) {
+  const auto unit_at = text.find_first_not_of("0123456789.");
+  const auto number = text.substr(0, unit_at);
+  const auto unit = unit_at == std::string_view::npos ? std::string_view{} : text.substr(unit_at);
+  if (number.empty())
+    throw usage_error(fmt::format("'{}' does not start with a number: use e.g. --budget 120s, 2m or 500evals", text));
+  if (unit.empty())
+    throw usage_error(
+        fmt::format("'{0}' has no unit: write {0}s (device seconds), {0}m (minutes) or {0}evals (evaluations)", text));
+  budget b;
+  if (unit == "evals") {
+    b.evaluations = parse_count(number, "--budget 500evals");
+    if (b.evaluations == 0) throw usage_error(fmt::format("'{}' allows no evaluation: give at least 1evals", text));
+    return b;
+  }
+  double value = 0;
+  const auto r = std::from_chars(number.data(), number.data() + number.size(), value);
+  if (r.ec != std::errc{} || r.ptr != number.data() + number.size() || !std::isfinite(value))
+    throw usage_error(fmt::format("'{}': '{}' is not a number: use e.g. --budget 120s", text, number));
+  if (unit == "s")
+    b.device_seconds = value;
+  else if (unit == "m")
+    b.device_seconds = value * 60;
+  else if (unit == "h")
+    b.device_seconds = value * 3600;
+  else
+    throw usage_error(
+        fmt::format("'{}': unknown unit '{}': use s, m or h (device time) or evals (evaluations)", text, unit));
+  if (!(b.device_seconds > 0)) throw usage_error(fmt::format("'{}' is zero: give a positive amount", text));
+  return b;
+}
+
+double parse_wall_seconds(std::string const& text) {
+  char* end = nullptr;
+  const double w = std::strtod(text.c_str(), &end);
+  if (text.empty() || !end || *end || !(w > 0) || !std::isfinite(w))
+    throw usage_error(fmt::format("'{}': give a positive number of seconds", text));
+  return w;
+}
+
+std::vector<std::string> parse_focus(std::string const& text) {
+  std::vector<std::string> shapes;
+  for (std::size_t b = 0; b <= text.size();) {
+    const auto e = std::min(text.find(',', b), text.size());
+    if (e == b) throw usage_error(fmt::format("'{}': give shape names separated by commas", text));
+    shapes.push_back(text.substr(b, e - b));
+    b = e + 1;
+  }
+  return shapes;
+}
+
+std::string parse_backend(std::string const& text) {
+  if (text == "cuda" || text == "host" || text == "synthetic") return text;
+  throw usage_error(fmt::format("unknown backend '{}': this build has cuda, host and synthetic", text));
+}
+
+tune_arguments::tune_arguments(CLI::App& cmd) : cmd_(&cmd) {
+  // A repeated option takes its last value (as the hand-written parser did), so that a script can
+  // append options to a command line to override its defaults.
+  cmd.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+
+  cmd.add_option("problem", problem_,
+                 "a problem directory (holding problem.json), a built-in problem's name\n"
+                 "(softmax, rmsnorm, matvec, ...), or synthetic / synthetic:<landscape seed>")
+      ->required()
+      ->type_name("PROBLEM");
+  cmd.add_option("--backend", backend_,
+                 "where candidates run: cuda (NVRTC + the driver API, a worker process per\n"
+                 "GPU), host (C++ on this CPU, in isolated worker processes), synthetic (a\n"
+                 "simulated cost landscape); default: the problem's own backend")
+      ->type_name("NAME")
+      ->check(checked_by(parse_backend));
+  cmd.add_option("--strategy", strategy_,
+                 fmt::format("search strategy (default: default), one of:\n{}\n"
+                             "(see kernelbrain list-strategies). Options follow a colon:\n"
+                             "--strategy sha:eta=4,bracket_size=27",
+                             known_strategies()))
+      ->type_name("NAME[:OPTS]")
+      ->check(checked_by(parse_strategy));
+  cmd.add_option("--budget", budget_,
+                 "how much to spend: 120s, 2m or 1h of (simulated) device time,\n"
+                 "or 500evals (evaluations of a candidate at a fidelity rung)")
+      ->required()
+      ->type_name("AMOUNT")
+      ->check(checked_by(parse_budget));
+  cmd.add_option("--seed", seed_, "seed of every random choice (default 1): same seed, same search")
+      ->type_name("N")
+      ->check(checked_by([](std::string const& t) { return parse_count(t, "--seed 3"); }));
+  auto* journal = cmd.add_option("--journal", journal_, "write an append-only JSONL journal of the run to FILE")
+                      ->type_name("FILE")
+                      ->check(not_empty("a file name"));
+  cmd.add_flag("--resume", resume_,
+               "continue the run recorded in --journal FILE; finished evaluations are\n"
+               "not repeated and the result equals an uninterrupted run's")
+      ->needs(journal);
+  cmd.add_option("--wall", wall_, "also stop after this much wall-clock time")
+      ->type_name("SECONDS")
+      ->check(checked_by(parse_wall_seconds));
+  cmd.add_option("--best-out", best_out_,
+                 "write the best kernel of each shape (source, launch plan, params, family,\n"
+                 "problem directory) as JSON, the format bench/side_by_side.py --kernels reads")
+      ->type_name("FILE")
+      ->check(not_empty("a file name"));
+  cmd.add_option("--focus", focus_,
+                 "tune for these benchmark shapes only (comma-separated names; the smoke and\n"
+                 "odd shapes are still checked): one search per group of similar sizes")
+      ->type_name("SHAPE,...")
+      ->check(checked_by(parse_focus));
+  // (add_flag(name, "literal") is ambiguous in CLI11 2.1: the description is set on its own.)
+  progress_option_ = cmd.add_flag("--progress")->description("always draw the progress line on stderr");
+  no_progress_option_ =
+      cmd.add_flag("--no-progress")->description("never draw it (default: draw it when stderr is a terminal)");
+  // Test hook, deliberately not in --help (an empty group hides an option): each synthetic measurement
+  // takes this long in real time, so that a test can kill a run half-way. It changes no result and no
+  // journal header.
+  cmd.add_option("--slow-eval-ms", slow_eval_ms_, "sleep this long before each measurement (tests)")
+      ->group("")
+      ->check(checked_by([](std::string const& t) { return parse_count(t, "--slow-eval-ms 20"); }));
+}
+
+tune_options tune_arguments::finish() const {
+  // Every value passed its check while CLI11 parsed, so none of these conversions throws.
+  tune_options o;
+  o.problem = problem_;
+  o.backend = backend_;
+  o.strategy = parse_strategy(strategy_);
+  o.budget_text = budget_;
+  o.limits = parse_budget(budget_);
+  if (!wall_.empty()) o.limits.wall_seconds = parse_wall_seconds(wall_);
+  if (!journal_.empty()) o.journal = std::filesystem::path(journal_);
+  o.resume = resume_;
+  o.seed = parse_count(seed_, "--seed 3");
+  // --progress and --no-progress: the last one given wins.
+  for (CLI::Option const* given : cmd_->parse_order()) {
+    if (given == progress_option_) o.progress = true;
+    if (given == no_progress_option_) o.progress = false;
+  }
+  o.slow_eval_ms = static_cast<unsigned>(std::min<std::uint64_t>(parse_count(slow_eval_ms_, "20"), 60000));
+  if (!best_out_.empty()) o.best_out = std::filesystem::path(best_out_);
+  if (!focus_.empty()) o.focus = parse_focus(focus_);
+  return o;
+}
+
+}  // namespace kernelbrain::cli

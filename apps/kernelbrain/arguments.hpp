@@ -1,0 +1,102 @@
+// kernelbrain CLI: what the command line may say, and how each value is checked.
+//
+// Each parse_* function turns one option's text into its value or throws usage_error with a message
+// that says what is wrong and what to write instead (without the option's name: CLI11 prefixes it,
+// e.g. "--budget: '300' has no unit: ..."). The same functions back the CLI11 validators, so a value
+// that passed its check converts without error after parsing.
+#pragma once
+#include <cstdint>
+#include <filesystem>
+#include <kernelbrain/search.hpp>
+#include <kernelbrain/strategies/all.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace CLI {
+class App;
+class Option;
+}  // namespace CLI
+
+namespace kernelbrain::cli {
+
+/// Exit codes (docs/cli.md): 0 done; 1 an internal error (a bug or the machine, not the command line);
+/// 2 every error the user can fix: bad arguments, an unknown strategy or backend, a bad budget, a journal
+/// that does not exist, already exists or records another run.
+inline constexpr int exit_ok = 0;
+inline constexpr int exit_internal = 1;
+inline constexpr int exit_usage = 2;
+
+/// A mistake in the command line found after parsing (e.g. --focus on a problem without shapes);
+/// main prints it and exits with exit_usage, like every kernelbrain::error.
+struct usage_error : error {
+  using error::error;
+};
+
+/// Every strategy that ships (kernelbrain/strategies/all.hpp), built once.
+[[nodiscard]] strategy_registry const& registry();
+
+/// "sha:eta=4,bracket_size=27" -> name and options. The canonical text (options sorted) is what the
+/// journal header records, so a resumed run must use the same strategy with the same options.
+struct strategy_spec {
+  std::string name = "default";
+  strategy_options options;
+  [[nodiscard]] std::string canonical() const;
+};
+
+/// A strategy name known to registry(), optionally followed by ":key=value,...".
+[[nodiscard]] strategy_spec parse_strategy(std::string const& text);
+
+/// A whole number (0 or more) that fits in 64 bits; `example` is a valid value for the message.
+[[nodiscard]] std::uint64_t parse_count(std::string_view text, std::string_view example);
+
+/// "120s", "2m", "1h": (simulated) device time; "500evals": evaluations. A bare number is refused:
+/// seconds and evaluations differ by orders of magnitude, so guessing would be a trap.
+[[nodiscard]] budget parse_budget(std::string_view text);
+
+/// A positive number of wall-clock seconds.
+[[nodiscard]] double parse_wall_seconds(std::string const& text);
+
+/// "a,b,c": benchmark shape names, none empty.
+[[nodiscard]] std::vector<std::string> parse_focus(std::string const& text);
+
+/// cuda, host or synthetic.
+[[nodiscard]] std::string parse_backend(std::string const& text);
+
+/// Everything `kernelbrain tune` was asked to do, converted and checked.
+struct tune_options {
+  std::string problem;
+  std::string backend;  ///< empty: the problem's own
+  strategy_spec strategy;
+  budget limits;  ///< from --budget and --wall
+  std::string budget_text;
+  std::optional<std::filesystem::path> journal;
+  bool resume = false;
+  std::uint64_t seed = 1;
+  std::optional<bool> progress;  ///< unset: draw when stderr is a terminal
+  unsigned slow_eval_ms = 0;     ///< test hook (--slow-eval-ms, hidden), see tune.cpp's slowed_evaluator
+  std::optional<std::filesystem::path> best_out;
+  std::vector<std::string> focus;  ///< benchmark shapes to tune for (empty: all)
+};
+
+/// Adds tune's positional argument and options to `cmd`; once CLI11 has parsed the command line,
+/// `finish` (called by run) fills `out` from what was given. Every option's value is validated
+/// during parsing, so CLI11 reports a bad value as "--option: what is wrong".
+class tune_arguments {
+ public:
+  explicit tune_arguments(CLI::App& cmd);
+  tune_arguments(tune_arguments const&) = delete;  // CLI11 holds references to the members
+  tune_arguments& operator=(tune_arguments const&) = delete;
+  [[nodiscard]] tune_options finish() const;
+
+ private:
+  std::string problem_, backend_, strategy_ = "default", budget_, journal_, wall_, best_out_, focus_;
+  std::string seed_ = "1", slow_eval_ms_ = "0";
+  bool resume_ = false;
+  CLI::App* cmd_;
+  CLI::Option* progress_option_ = nullptr;
+  CLI::Option* no_progress_option_ = nullptr;
+};
+
+}  // namespace kernelbrain::cli

@@ -1,0 +1,38 @@
+// kernelbrain CLI: the subcommands.
+//
+// Each subcommand lives in its own .cpp file and has two functions declared here:
+//   register_X(CLI::App& app)  adds the subcommand, its options and their checks to the app, and
+//                              returns it with the function main calls when the user chose it;
+//   run_X(...)                 does the work, given the converted options.
+// main.cpp calls every register_X before parsing and runs the one subcommand that was chosen.
+//
+// Adding a subcommand (the ones to come: ablate, report, export): write X.cpp with register_X and
+// run_X, declare both here, call register_X in main.cpp, add X.cpp to apps/kernelbrain/CMakeLists.txt,
+// document it in docs/cli.md and test it in tests/test_cli.cpp. Options shared by several
+// subcommands (budgets, strategy specs, ...) are parsed and checked in arguments.hpp.
+#pragma once
+#include <functional>
+#include "arguments.hpp"
+
+namespace CLI {
+class App;
+}
+
+namespace kernelbrain::cli {
+
+/// A registered subcommand: its CLI11 app (main asks whether the user chose it) and how to run it.
+/// `run` returns the exit code; it throws kernelbrain::error for what the user can fix (exit 2).
+struct subcommand {
+  CLI::App* app = nullptr;
+  std::function<int()> run;
+};
+
+/// tune: search a problem's kernel space within a budget, with a journal to resume from (tune.cpp).
+[[nodiscard]] subcommand register_tune(CLI::App& app);
+int run_tune(tune_options const& options);
+
+/// list-strategies: every registered strategy with its description (list_strategies.cpp).
+[[nodiscard]] subcommand register_list_strategies(CLI::App& app);
+int run_list_strategies();
+
+}  // namespace kernelbrain::cli

@@ -1,0 +1,98 @@
+// kernelbrain CLI: the progress line and the end-of-run tables.
+#include "progress.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <string_view>
+
+namespace kernelbrain::cli {
+
+void progress_line::on_event(event const& e, search_view const& v) {
+  if (e.kind == event_kind::rejected) ++rejected_by_stage_[std::string(to_string(e.result.where))];
+  if (!draw_) return;
+  const auto now = std::chrono::steady_clock::now();
+  if (drawn_ && now - last_ < std::chrono::milliseconds(100) && e.kind != event_kind::stopped) return;
+  last_ = now;
+  redraw(v);
+}
+
+void progress_line::finish() {
+  if (drawn_) std::fputc('\n', stderr);
+  drawn_ = false;
+}
+
+void progress_line::redraw(search_view const& v) {
+  auto const& c = v.counters();
+  const auto best = v.best_score();
+  const std::string line = fmt::format("\r[{:5.1f}%] evaluated {}  rejected {}  promoted {}  best {}",
+                                       100.0 * std::min(1.0, v.meter().fraction_used()), c.evaluations, c.rejected,
+                                       c.promotions, best ? fmt::format("{:.3f}x", best->speedup) : std::string("-"));
+  // Pad over what a longer previous line left behind.
+  fmt::print(stderr, "{}{:{}}", line, "", last_width_ > line.size() ? last_width_ - line.size() : 0);
+  std::fflush(stderr);
+  last_width_ = line.size();
+  drawn_ = true;
+}
+
+namespace {
+
+void row(std::string_view name, std::string_view value) { fmt::print("  {:<16} {}\n", name, value); }
+
+std::string fixed(double v, int digits) { return fmt::format("{:.{}f}", v, digits); }
+
+}  // namespace
+
+void print_summary(run_description const& run, search_result const& r, progress_line const& progress,
+                   std::span<rung const> rungs, jsonl_journal const* journal) {
+  fmt::print("kernelbrain tune {} (backend {})\n", run.problem_name, run.backend);
+  row("strategy", run.strategy);
+  row("seed", std::to_string(run.seed));
+  row("budget", run.budget_text);
+  row("stop reason", r.stop_reason);
+  row("evaluations", std::to_string(r.counters.evaluations));
+  row("cache hits", std::to_string(r.counters.cache_hits));
+  row("candidates", fmt::format("{} ({} duplicate proposals)", r.candidates, r.counters.duplicates));
+  std::string stages;
+  for (auto const& [stage_name, n] : progress.rejected_by_stage())
+    stages += fmt::format("{}{} {}", stages.empty() ? "" : ", ", stage_name, n);
+  row("rejected",
+      stages.empty() ? std::to_string(r.counters.rejected) : fmt::format("{} ({})", r.counters.rejected, stages));
+  row("promotions", std::to_string(r.counters.promotions));
+  row("device seconds", fixed(r.used.device_seconds, 3));
+  row("wall seconds", fixed(r.used.wall_seconds, 1));
+  if (!run.backend_note.empty()) row("backend", run.backend_note);
+  if (r.best && r.best_score) {
+    auto const& c = r.best->cand;
+    row("best candidate", c.id.str());
+    row("  family", c.family.empty() ? "(free-form)" : c.family);
+    row("  params", c.params.empty() ? "(none)" : c.params.to_string());
+    row("  rung", r.best_rung < rungs.size() ? fmt::format("{} ({})", r.best_rung, rungs[r.best_rung].name)
+                                             : std::to_string(r.best_rung));
+    row("  speedup", fixed(r.best_score->speedup, 3) + "x over the reference");
+    // Every digit: runs that should be identical (a resumed one and an uninterrupted one) compare exactly.
+    row("  score", fmt::format("{:.17g}", r.best_score->value));
+  } else {
+    row("best candidate", "none passed");
+  }
+  if (journal) row("journal", journal->path().string() + (journal->resumed() ? " (resumed)" : ""));
+  std::fflush(stdout);
+}
+
+void print_shapes(problem const& p, search_result const& r) {
+  if (!r.best) return;
+  auto const& m = r.best->results[r.best_rung];
+  if (!m) return;
+  fmt::print("\n  {:<14} {:>14} {:>14} {:>9} {:>12}\n", "shape", "reference", "best", "speedup", "% of floor");
+  for (auto const& t : m->timings) {
+    auto const& sh = p.shapes[t.shape];
+    const double ref = r.reference.seconds[t.shape], best = t.stats.median;
+    const double floor = p.machine.floor_seconds(sh);
+    fmt::print("  {:<14} {:11.3f} ms {:11.3f} ms {:8.2f}x {:>11}\n", sh.name, ref * 1e3, best * 1e3, ref / best,
+               floor > 0 ? fixed(100.0 * floor / best, 1) + "%" : std::string("-"));
+  }
+  std::fflush(stdout);
+}
+
+}  // namespace kernelbrain::cli

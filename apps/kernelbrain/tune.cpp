@@ -1,0 +1,303 @@
+// kernelbrain tune: search a problem's kernel space with a named strategy within a budget, journal the
+// run (JSONL) and resume it after a kill, print a summary and the best kernel's per-shape times.
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <boost/json/parse.hpp>
+#include <boost/json/serialize.hpp>
+#include <boost/json/value.hpp>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <filesystem>
+#include <fstream>
+#include <kernelbrain/evaluate/cuda.hpp>
+#include <kernelbrain/evaluate/host.hpp>
+#include <kernelbrain/evaluate/synthetic.hpp>
+#include <kernelbrain/io/journal.hpp>
+#include <kernelbrain/io/problem_loader.hpp>
+#include <kernelbrain/search.hpp>
+#include <map>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <thread>
+#include <vector>
+#include "commands.hpp"
+#include "progress.hpp"
+
+namespace kernelbrain::cli {
+
+namespace {
+
+constexpr char const* tune_footer =
+    R"(Problems: a problem directory (holding problem.json), the name of a built-in problem
+(softmax, rmsnorm, matvec: the host versions in examples/problems/; with --backend cuda, or for
+names only the CUDA set has, the CUDA problems in examples/cuda_problems/), or for the synthetic
+backend synthetic / synthetic:<landscape seed> (default 7).
+
+Examples:
+  kernelbrain tune softmax --budget 60evals
+  kernelbrain tune examples/problems/matvec --budget 2m --journal matvec.jsonl
+  kernelbrain tune synthetic --budget 300evals --journal run.jsonl
+  kernelbrain tune synthetic --budget 300evals --journal run.jsonl --resume   # after a kill)";
+
+/// Test hook behind --slow-eval-ms: sleeps before each measurement and forwards everything else, so
+/// results, budget and fingerprint are the wrapped evaluator's own.
+class slowed_evaluator final : public evaluator {
+ public:
+  slowed_evaluator(evaluator& inner, std::chrono::milliseconds delay) : inner_(inner), delay_(delay) {}
+  [[nodiscard]] std::string fingerprint() const override { return inner_.fingerprint(); }
+  [[nodiscard]] verdict inspect(candidate const& c) override { return inner_.inspect(c); }
+  [[nodiscard]] verdict build(candidate const& c) override { return inner_.build(c); }
+  [[nodiscard]] verdict check(candidate const& c, std::span<std::size_t const> shapes, int trials,
+                              std::uint64_t seed) override {
+    return inner_.check(c, shapes, trials, seed);
+  }
+  [[nodiscard]] measurement measure(candidate const& c, rung const& r, measure_request const& req) override {
+    std::this_thread::sleep_for(delay_);
+    return inner_.measure(c, r, req);
+  }
+  [[nodiscard]] baseline measure_baseline(problem const& p) override { return inner_.measure_baseline(p); }
+  [[nodiscard]] double take_device_seconds() override { return inner_.take_device_seconds(); }
+
+ private:
+  evaluator& inner_;
+  std::chrono::milliseconds delay_;
+};
+
+/// "synthetic" or "synthetic:<landscape seed>".
+synthetic_config synthetic_problem(std::string const& spec) {
+  synthetic_config c;
+  if (spec == "synthetic") return c;
+  if (spec.starts_with("synthetic:")) {
+    try {
+      c.landscape_seed = parse_count(std::string_view(spec).substr(10), "synthetic:7");
+    } catch (usage_error const& e) {
+      throw usage_error(fmt::format("problem '{}': {}", spec, e.what()));
+    }
+    return c;
+  }
+  throw usage_error(
+      fmt::format("problem '{}' is not a synthetic problem: the synthetic backend tunes 'synthetic' "
+                  "or 'synthetic:<landscape seed>'",
+                  spec));
+}
+
+/// A problem directory: the argument itself, or a built-in problem's directory.
+std::filesystem::path problem_directory(std::string const& spec, std::string const& backend) {
+  namespace fs = std::filesystem;
+  if (fs::is_directory(spec) || fs::is_regular_file(spec)) return spec;
+  std::vector<fs::path> roots;
+  std::vector<fs::path> cuda_roots;
+  if (char const* env = std::getenv("KERNELBRAIN_CUDA_PROBLEMS")) cuda_roots.emplace_back(env);
+#ifdef KERNELBRAIN_CUDA_PROBLEMS_DIR
+  cuda_roots.emplace_back(KERNELBRAIN_CUDA_PROBLEMS_DIR);
+#endif
+  if (backend == "cuda")
+    for (auto const& r : cuda_roots)
+      if (fs::is_directory(r / spec)) return r / spec;
+  if (char const* env = std::getenv("KERNELBRAIN_PROBLEMS")) roots.emplace_back(env);
+  std::error_code ec;
+  if (auto self = fs::read_symlink("/proc/self/exe", ec); !ec)
+    roots.push_back(self.parent_path().parent_path() / "share" / "kernelbrain" / "problems");  // installed
+#ifdef KERNELBRAIN_PROBLEMS_DIR
+  roots.emplace_back(KERNELBRAIN_PROBLEMS_DIR);  // the source tree this CLI was built from
+#endif
+  for (auto const& r : roots)
+    if (fs::is_directory(r / spec)) return r / spec;
+  for (auto const& r : cuda_roots)
+    if (fs::is_directory(r / spec)) return r / spec;
+  roots.insert(roots.end(), cuda_roots.begin(), cuda_roots.end());
+  std::string known;
+  for (auto const& r : roots)
+    if (fs::is_directory(r))
+      for (auto const& e : fs::directory_iterator(r))
+        if (fs::exists(e.path() / "problem.json")) known += (known.empty() ? "" : ", ") + e.path().filename().string();
+  throw usage_error(fmt::format("problem '{}' is neither a directory nor a built-in problem {}", spec,
+                                known.empty() ? std::string("(no built-in problems found; set KERNELBRAIN_PROBLEMS)")
+                                              : "(built-in: " + known + ", synthetic)"));
+}
+
+/// For each problem shape, the candidate with the lowest median time at that shape among those
+/// measured at the top rung (every shape, most samples): what "the best kernel of each shape" means.
+class per_shape_best final : public observer {
+ public:
+  struct entry {
+    candidate cand;
+    double median = 0;
+    double reference = 0;
+  };
+  void on_event(event const& e, search_view const& v) override {
+    if (e.kind != event_kind::measured || e.rung + 1 != v.rungs().size()) return;
+    auto const* rec = v.find(e.id);
+    if (!rec || !rec->results[e.rung]) return;
+    for (auto const& t : rec->results[e.rung]->timings) {
+      auto& slot = best_[t.shape];
+      if (!slot || t.stats.median < slot->median)
+        slot = entry{rec->cand, t.stats.median, v.baseline().seconds[t.shape]};
+    }
+  }
+  [[nodiscard]] std::map<std::size_t, std::optional<entry>> const& best() const noexcept { return best_; }
+
+ private:
+  std::map<std::size_t, std::optional<entry>> best_;
+};
+
+/// The best kernel of each shape as bench/side_by_side.py --kernels reads it: {"kernels": [{..., "shape"}]}
+/// (empty when nothing passed the top rung).
+void write_best(std::filesystem::path const& file, problem const& prob, per_shape_best const& per_shape) {
+  namespace json = boost::json;
+  json::array kernels;
+  for (auto const& [shape_index, e] : per_shape.best()) {
+    if (!e) continue;
+    auto const& c = e->cand;
+    json::object k;
+    k["problem_dir"] = prob.directory;
+    k["problem"] = prob.name;
+    k["shape"] = prob.shapes[shape_index].name;
+    k["family"] = c.family;
+    json::object params;
+    for (auto const& [name, v] : c.params) params[name] = v;
+    k["params"] = std::move(params);
+    k["candidate"] = c.id.str();
+    k["origin"] = c.origin;
+    k["source"] = c.source;
+    try {
+      k["launch"] = json::parse(c.launch);
+    } catch (std::exception const&) {
+      k["launch"] = c.launch;
+    }
+    k["speedup_vs_reference"] = e->reference / e->median;
+    kernels.push_back(std::move(k));
+  }
+  json::object doc;
+  doc["kernels"] = std::move(kernels);
+  std::ofstream out(file);
+  out << json::serialize(doc) << "\n";
+  if (!out) throw error("--best-out: cannot write " + file.string());
+}
+
+/// One line about the backend's work for the summary (empty when it has nothing to say).
+std::string backend_note(evaluator const* ev) {
+  if (auto const* cu = dynamic_cast<cuda_evaluator const*>(ev))
+    return fmt::format("{} NVRTC compiles (ahead, in parallel), {} cache hits, {} worker starts, {}", cu->compiles(),
+                       cu->cache_hits(), cu->worker_starts(),
+                       cu->sanitizer().empty() ? std::string("compute-sanitizer off (not found)")
+                                               : fmt::format("{} compute-sanitizer runs", cu->sanitizer_runs()));
+  return {};
+}
+
+}  // namespace
+
+subcommand register_tune(CLI::App& app) {
+  auto* cmd = app.add_subcommand("tune", "search a problem's kernel implementations within a budget");
+  cmd->footer(tune_footer);
+  auto arguments = std::make_shared<tune_arguments>(*cmd);
+  return {cmd, [arguments] { return run_tune(arguments->finish()); }};
+}
+
+int run_tune(tune_options const& o) {
+  const bool synthetic_problem_name = o.problem == "synthetic" || o.problem.starts_with("synthetic:");
+  std::optional<synthetic_landscape> land;
+  std::optional<problem> loaded;
+  if (synthetic_problem_name) {
+    if (!o.focus.empty())
+      throw usage_error("--focus names shapes of a problem directory; the synthetic problem has none to choose");
+    land.emplace(synthetic_problem(o.problem));
+  } else {
+    loaded = load_problem(problem_directory(o.problem, o.backend));
+    if (!o.focus.empty()) {
+      try {
+        loaded = focused_on(std::move(*loaded), o.focus);
+      } catch (error const& e) {
+        throw usage_error(std::string("--focus: ") + e.what());
+      }
+    }
+  }
+  problem const& prob = land ? land->get_problem() : *loaded;
+  const std::string backend = !o.backend.empty() ? o.backend : land ? "synthetic" : prob.backend;
+  const std::string problem_name = land ? "synthetic:" + std::to_string(land->config().landscape_seed) : prob.name;
+
+  std::unique_ptr<evaluator> backend_ev;
+  if (backend == "synthetic") {
+    if (!land)
+      throw usage_error(fmt::format(
+          "the synthetic backend tunes 'synthetic' or 'synthetic:<landscape seed>', not '{}': use --backend {}",
+          o.problem, prob.backend));
+    backend_ev = std::make_unique<synthetic_evaluator>(*land);
+  } else if (backend == "host") {
+    if (land) throw usage_error(fmt::format("the host backend needs a problem directory, not '{}'", o.problem));
+    if (prob.backend != "host")
+      throw usage_error(fmt::format("problem '{}' is written for the {} backend, not host: use --backend {}", prob.name,
+                                    prob.backend, prob.backend));
+    backend_ev = std::make_unique<host_evaluator>(prob);
+  } else if (backend == "cuda") {
+    if (land) throw usage_error(fmt::format("the cuda backend needs a problem directory, not '{}'", o.problem));
+    if (prob.backend != "cuda")
+      throw usage_error(fmt::format("problem '{}' is written for the {} backend, not cuda: use --backend {}", prob.name,
+                                    prob.backend, prob.backend));
+    backend_ev = std::make_unique<cuda_evaluator>(prob);
+  } else {
+    // --backend was checked while parsing: this is a problem.json naming a backend this build lacks.
+    throw usage_error(fmt::format("unknown backend '{}': this build has cuda, host and synthetic", backend));
+  }
+  slowed_evaluator slowed(*backend_ev, std::chrono::milliseconds(o.slow_eval_ms));
+  evaluator& ev = o.slow_eval_ms > 0 ? static_cast<evaluator&>(slowed) : *backend_ev;
+
+  any_policies pol = registry().make(o.strategy.name, prob, o.strategy.options);
+  const auto rungs = pol.ladder.rungs();
+  const std::vector<rung> ladder(rungs.begin(), rungs.end());
+  const run_header header{problem_name, o.strategy.canonical(), o.seed, ev.fingerprint(), ladder_digest(ladder)};
+
+  std::optional<jsonl_journal> journal;
+  search_options so;
+  so.seed = o.seed;
+  so.limits = o.limits;
+  if (o.journal) {
+    journal.emplace(*o.journal, header, o.limits, o.resume ? journal_mode::resume : journal_mode::create);
+    so.journal = &*journal;
+    so.resume = journal->resumed();
+    if (o.resume) {
+      auto const& info = journal->resume_info();
+      fmt::print(stderr, "resuming {}: {} finished evaluations will be reused\n", o.journal->string(), info.outcomes);
+      if (info.torn_bytes > 0)
+        fmt::print(stderr, "note: dropped a torn last line ({} bytes) left by the interrupted run\n", info.torn_bytes);
+      if (info.budget_changed)
+        fmt::print(stderr,
+                   "note: the budget differs from the journal's, so the search may take other turns: "
+                   "its events are written again from the start (finished evaluations are still reused)\n");
+    }
+  }
+  progress_line progress(o.progress.value_or(::isatty(STDERR_FILENO) == 1));
+  so.observers.push_back(&progress);
+  per_shape_best shape_best;
+  so.observers.push_back(&shape_best);
+
+  search_result r;
+  try {
+    r = search(prob, std::move(pol), ev, so);
+  } catch (...) {
+    progress.finish();
+    throw;
+  }
+  progress.finish();
+  if (journal) journal->throw_if_failed();
+  run_description run;
+  run.problem_name = problem_name;
+  run.backend = backend;
+  run.strategy = o.strategy.canonical();
+  run.seed = o.seed;
+  run.budget_text = o.budget_text;
+  run.backend_note = backend_note(backend_ev.get());
+  print_summary(run, r, progress, ladder, journal ? &*journal : nullptr);
+  print_shapes(prob, r);
+  if (o.best_out) write_best(*o.best_out, prob, shape_best);
+  return exit_ok;
+}
+
+}  // namespace kernelbrain::cli

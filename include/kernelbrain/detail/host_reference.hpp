@@ -1,0 +1,130 @@
+// host_reference: the trusted reference of the host backend, in a worker of its own. It draws the
+// inputs of each (shape, seed), runs the reference on them and keeps the expected outputs (for one
+// measurement: forget() between them), and times the reference for the baseline. The reference is
+// trusted code: whatever goes wrong with it is a reference_failure or an error, never a verdict on
+// a candidate. Where: kernelbrain/detail/, named after what it defines (reference_oracle), because
+// it is an internal part of one backend, not the body of a public header (those are
+// evaluate/impl/*.ipp); its bodies are inline here, and only evaluate/impl/host.ipp and the other
+// host_* parts include it, so a separately compiled build still compiles them once.
+#pragma once
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+#include "kernelbrain/core/error.hpp"
+#include "kernelbrain/core/hash.hpp"
+#include "kernelbrain/core/problem.hpp"
+#include "kernelbrain/core/rng.hpp"
+#include "kernelbrain/detail/host_arena.hpp"
+#include "kernelbrain/detail/host_compiler.hpp"
+#include "kernelbrain/detail/host_output_check.hpp"
+#include "kernelbrain/detail/host_shapes.hpp"
+#include "kernelbrain/detail/host_worker.hpp"
+
+namespace kernelbrain::detail::host {
+
+/// The reference failed: not the candidate's fault.
+struct reference_failure : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+/// Fresh input values for shape `s` of `p`, drawn from `seed` (each input from its own stream, with
+/// its declared distribution).
+inline std::vector<std::vector<float>> draw_inputs(problem const& p, shape_plan const& s, std::uint64_t seed) {
+  std::vector<std::vector<float>> inputs;
+  for (std::size_t k = 0; k < p.inputs.size(); ++k) {
+    auto const& t = p.inputs[k];
+    rng r(derive_seed(seed, t.name, k));
+    std::vector<float> v(s.in_counts[k]);
+    if (t.distribution == "uniform")
+      for (auto& x : v) x = static_cast<float>(2.0 * r.uniform() - 1.0);
+    else if (t.distribution == "positive")
+      for (auto& x : v) x = static_cast<float>(0.5 + 1.5 * r.uniform());
+    else
+      for (auto& x : v) x = static_cast<float>(r.normal());
+    inputs.push_back(std::move(v));
+  }
+  return inputs;
+}
+
+class reference_oracle {
+ public:
+  /// `shapes` must outlive this object (they are planned once, by the evaluator).
+  reference_oracle(std::string const& executable, problem const& p, std::vector<shape_plan> const& shapes,
+                   watchdog limits)
+      : prob_(p), shapes_(shapes), worker_(executable, p, limits, nullptr) {}
+
+  /// Loads the compiled reference in the reference worker. Throws kernelbrain::error when it did not
+  /// compile or cannot be loaded.
+  void load(compile_result const& r) {
+    if (!r.result)
+      throw error("problem '" + prob_.name + "': reference_source failed to build (" +
+                  std::string(to_string(r.result.where)) + "): " + r.result.detail);
+    artifact_ = r.artifact;
+    if (auto v = worker_.load(artifact_, 0, "loading the reference"); !v)
+      throw error("problem '" + prob_.name + "': reference_source cannot be used: " + v.detail);
+  }
+
+  /// Inputs drawn from `seed` at shape `s` and the reference's outputs for them, computed once until
+  /// forget(). Throws reference_failure when the reference fails or leaves an output non-finite.
+  reference_case const& at(std::size_t s, std::uint64_t seed) {
+    const auto key = std::make_pair(s, seed);
+    if (auto it = cache_.find(key); it != cache_.end()) return it->second;
+    auto const& sp = shapes_[s];
+    reference_case rc;
+    rc.inputs = draw_inputs(prob_, sp, seed);
+    stage_arena(worker_.arena(), sp.layout, rc.inputs, nan_poison);
+    if (auto v = worker_.run(run_request_for(sp, artifact_, 0), "the reference at shape " + sp.label); !v)
+      throw reference_failure(v.detail + " (the reference is trusted code: fix problem.reference_source)");
+    for (std::size_t k = 0; k < sp.layout.outputs.size(); ++k) {
+      auto const& o = sp.layout.outputs[k];
+      float const* out = worker_.arena().at<float>(o.offset);
+      for (std::size_t i = 0; i < o.count; ++i)
+        if (!std::isfinite(out[i]))
+          throw reference_failure("the reference left output '" + prob_.outputs[k].name + "' at shape " + sp.label +
+                                  (bits_of(out[i]) == nan_poison ? " unwritten" : " non-finite") + " at index " +
+                                  std::to_string(i) + ": fix problem.reference_source");
+      rc.outputs.emplace_back(out, out + o.count);
+    }
+    return cache_.emplace(key, std::move(rc)).first->second;
+  }
+
+  /// Forgets the cases computed so far (each measurement draws its own).
+  void forget() noexcept { cache_.clear(); }
+
+  /// Times the reference at shape `s` on inputs drawn from `seed`: the reply holds the samples.
+  /// Throws kernelbrain::error when the reference fails.
+  host_protocol::reply time(std::size_t s, std::uint64_t seed, int warmup, int samples, std::uint64_t flush_bytes) {
+    reference_case const* rc = nullptr;
+    try {
+      rc = &at(s, seed);
+    } catch (reference_failure const& e) {
+      throw error("host backend: cannot time the reference of problem '" + prob_.name + "': " + e.what());
+    }
+    auto const& sp = shapes_[s];
+    stage_arena(worker_.arena(), sp.layout, rc->inputs, nan_poison);
+    host_protocol::time_request q;
+    q.a = run_request_for(sp, artifact_, 0);
+    q.warmup = warmup;
+    q.samples = samples;
+    q.flush_bytes = flush_bytes;
+    q.poison_bits = nan_poison;
+    host_worker::timed out;
+    if (auto v = worker_.time(q, "timing the reference at shape " + sp.label, out); !v)
+      throw error("host backend: " + v.detail + " (fix problem.reference_source, or raise host_options::run_timeout)");
+    return std::move(out.reply);
+  }
+
+ private:
+  problem const& prob_;
+  std::vector<shape_plan> const& shapes_;
+  host_worker worker_;  ///< trusted: its time is charged to nobody
+  std::string artifact_;
+  std::map<std::pair<std::size_t, std::uint64_t>, reference_case> cache_;
+};
+
+}  // namespace kernelbrain::detail::host

@@ -1,0 +1,623 @@
+// Bodies of kernelbrain/io/journal.hpp: journal lines to and from JSON with Boost.JSON.
+// Included by its header (header-only form) or by kernelbrain/src.hpp (separate compilation): see
+// kernelbrain/config.hpp.
+#pragma once
+#include <boost/json/serialize.hpp>
+#include <boost/json/value.hpp>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <limits>
+#include <stdexcept>
+#include <system_error>
+#include <unordered_map>
+#include "kernelbrain/core/error.hpp"
+#include "kernelbrain/core/search_view.hpp"
+#include "kernelbrain/detail/json_reader.hpp"
+#include "kernelbrain/io/journal.hpp"
+
+namespace kernelbrain {
+namespace detail::journal_json {
+
+namespace json = boost::json;
+
+/// A line that parses but is not a valid journal line; the reader adds the file and line number.
+struct bad_line : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// ---- writing -------------------------------------------------------------------------------------
+
+inline json::value text(std::string_view s) { return json::value(json::string_view(s.data(), s.size())); }
+
+/// JSON has no infinities or NaN: write them as strings so that the line stays valid JSON.
+inline json::value number(double d) {
+  if (std::isfinite(d)) return json::value(d);
+  if (std::isnan(d)) return text("nan");
+  return text(d > 0 ? "inf" : "-inf");
+}
+
+inline json::value to_json(verdict const& v) {
+  json::object o;
+  o["stage"] = text(to_string(v.where));
+  o["detail"] = text(v.detail);
+  return o;
+}
+
+inline json::value to_json(budget const& b) {
+  json::object o;
+  o["device_seconds"] = number(b.device_seconds);
+  o["wall_seconds"] = number(b.wall_seconds);
+  o["evaluations"] = b.evaluations;
+  o["candidates"] = b.candidates;
+  o["llm_tokens"] = b.llm_tokens;
+  o["llm_cost"] = number(b.llm_cost);
+  return o;
+}
+
+inline json::value to_json(median_ci const& m) {
+  json::object o;
+  o["median"] = number(m.median);
+  o["low"] = number(m.low);
+  o["high"] = number(m.high);
+  return o;
+}
+
+inline json::value to_json(candidate const& c) {
+  json::object o;
+  o["family"] = text(c.family);
+  json::object params;
+  for (auto const& [name, value] : c.params) params[json::string_view(name)] = value;
+  o["params"] = std::move(params);
+  o["source"] = text(c.source);
+  o["launch"] = text(c.launch);
+  o["parent"] = c.parent ? text(c.parent->str()) : json::value(nullptr);
+  o["origin"] = text(c.origin);
+  return o;
+}
+
+inline std::string utc_now() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  const auto n = std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return std::string(buf, n);
+}
+
+inline std::string header_line(run_header const& h, budget const& limits) {
+  json::object o;
+  o["type"] = "header";
+  o["format"] = journal_format;
+  o["kernelbrain"] = text(library_version);
+  o["date"] = text(utc_now());
+  o["problem"] = text(h.problem);
+  o["strategy"] = text(h.strategy);
+  o["seed"] = h.seed;
+  o["evaluator"] = text(h.evaluator);
+  o["ladder"] = text(h.ladder);
+  o["budget"] = to_json(limits);
+  return json::serialize(o);
+}
+
+inline std::string resume_line(std::uint64_t after_seq, budget const& limits) {
+  json::object o;
+  o["type"] = "resume";
+  o["after_seq"] = after_seq;
+  o["kernelbrain"] = text(library_version);
+  o["date"] = text(utc_now());
+  o["budget"] = to_json(limits);
+  return json::serialize(o);
+}
+
+inline json::value to_json(std::vector<double> const& xs) {
+  json::array a;
+  a.reserve(xs.size());
+  for (double x : xs) a.push_back(number(x));
+  return a;
+}
+
+inline std::string baseline_line(baseline const& b) {
+  json::object o;
+  o["type"] = "baseline";
+  o["seconds"] = to_json(b.seconds);
+  o["weights"] = to_json(b.weights);
+  o["floor_seconds"] = to_json(b.floor_seconds);
+  return json::serialize(o);
+}
+
+inline std::string outcome_line(evaluation_outcome const& out) {
+  json::object o;
+  o["type"] = "outcome";
+  o["id"] = text(out.id.str());
+  o["rung"] = static_cast<std::uint64_t>(out.rung);
+  o["gated"] = out.gated;
+  o["gate"] = to_json(out.gate);
+  auto const& m = out.m;
+  o["verdict"] = to_json(m.result);
+  json::array timings;
+  for (auto const& t : m.timings) {
+    json::object tj;
+    tj["shape"] = static_cast<std::uint64_t>(t.shape);
+    json::array samples;
+    samples.reserve(t.samples.size());
+    for (double s : t.samples) samples.push_back(number(s));
+    tj["samples"] = std::move(samples);
+    tj["median"] = number(t.stats.median);
+    tj["low"] = number(t.stats.low);
+    tj["high"] = number(t.stats.high);
+    timings.push_back(std::move(tj));
+  }
+  o["timings"] = std::move(timings);
+  if (m.res) {
+    json::object r;
+    r["registers"] = m.res->registers;
+    r["spill_bytes"] = m.res->spill_bytes;
+    r["shared_bytes"] = m.res->shared_bytes;
+    r["occupancy"] = number(m.res->occupancy);
+    o["resources"] = std::move(r);
+  } else {
+    o["resources"] = nullptr;
+  }
+  if (m.vs_incumbent) {
+    json::object ab;
+    ab["incumbent"] = text(m.vs_incumbent->incumbent);
+    ab["ratio"] = to_json(m.vs_incumbent->ratio);
+    o["vs_incumbent"] = std::move(ab);
+  } else {
+    o["vs_incumbent"] = nullptr;
+  }
+  json::object profile;
+  for (auto const& [name, value] : m.profile) profile[json::string_view(name)] = number(value);
+  o["profile"] = std::move(profile);
+  o["diagnosis"] = text(m.diagnosis);
+  o["device_seconds"] = number(m.device_seconds);
+  o["wall_seconds"] = number(out.wall_seconds);
+  return json::serialize(o);
+}
+
+inline std::string event_line(event const& e, candidate const* cand) {
+  json::object o;
+  o["type"] = "event";
+  o["seq"] = e.seq;
+  o["kind"] = text(to_string(e.kind));
+  o["id"] = text(e.id.str());
+  o["rung"] = static_cast<std::uint64_t>(e.rung);
+  o["verdict"] = to_json(e.result);
+  if (e.value) {
+    json::object s;
+    s["value"] = number(e.value->value);
+    s["speedup"] = number(e.value->speedup);
+    o["score"] = std::move(s);
+  } else {
+    o["score"] = nullptr;
+  }
+  o["note"] = text(e.note);
+  if (cand) o["candidate"] = to_json(*cand);
+  return json::serialize(o);
+}
+
+// ---- reading -------------------------------------------------------------------------------------
+
+inline json::value const& field(json::object const& o, std::string_view key) {
+  auto const* v = json_reader::find(o, key);
+  if (!v) throw bad_line("field '" + std::string(key) + "' is missing");
+  return *v;
+}
+inline json::object const& as_object(json::value const& v, std::string_view what) {
+  if (!v.is_object()) throw bad_line("'" + std::string(what) + "' is not an object");
+  return v.get_object();
+}
+inline json::array const& as_array(json::value const& v, std::string_view what) {
+  if (!v.is_array()) throw bad_line("'" + std::string(what) + "' is not an array");
+  return v.get_array();
+}
+inline std::string as_string(json::value const& v, std::string_view what) {
+  if (!v.is_string()) throw bad_line("'" + std::string(what) + "' is not a string");
+  return std::string(v.get_string().data(), v.get_string().size());
+}
+inline std::string get_string(json::object const& o, std::string_view key) { return as_string(field(o, key), key); }
+inline bool get_bool(json::object const& o, std::string_view key) {
+  auto const& v = field(o, key);
+  if (!v.is_bool()) throw bad_line("'" + std::string(key) + "' is not true or false");
+  return v.get_bool();
+}
+inline std::uint64_t as_uint(json::value const& v, std::string_view what) {
+  if (v.is_uint64()) return v.get_uint64();
+  if (v.is_int64() && v.get_int64() >= 0) return static_cast<std::uint64_t>(v.get_int64());
+  throw bad_line("'" + std::string(what) + "' is not a non-negative integer");
+}
+inline std::uint64_t get_uint(json::object const& o, std::string_view key) { return as_uint(field(o, key), key); }
+inline std::int64_t as_int(json::value const& v, std::string_view what) {
+  if (const auto i = json_reader::to_int64(v)) return *i;
+  throw bad_line("'" + std::string(what) + "' is not an integer");
+}
+inline int get_int(json::object const& o, std::string_view key) {
+  const auto v = as_int(field(o, key), key);
+  if (v < std::numeric_limits<int>::min() || v > std::numeric_limits<int>::max())
+    throw bad_line("'" + std::string(key) + "' is out of range");
+  return static_cast<int>(v);
+}
+inline double as_double(json::value const& v, std::string_view what) {
+  if (const auto d = json_reader::to_double(v)) return *d;
+  if (v.is_string()) {
+    auto const& s = v.get_string();
+    if (s == "inf") return HUGE_VAL;
+    if (s == "-inf") return -HUGE_VAL;
+    if (s == "nan") return std::nan("");
+  }
+  throw bad_line("'" + std::string(what) + "' is not a number");
+}
+inline double get_double(json::object const& o, std::string_view key) { return as_double(field(o, key), key); }
+
+inline candidate_id as_id(json::value const& v, std::string_view what) {
+  std::uint64_t raw = 0;
+  if (!from_hex(as_string(v, what), raw)) throw bad_line("'" + std::string(what) + "' is not a 16-digit hex id");
+  return candidate_id{raw};
+}
+
+inline verdict verdict_from(json::value const& v, std::string_view what) {
+  auto const& o = as_object(v, what);
+  verdict r;
+  const auto name = get_string(o, "stage");
+  if (!parse_stage(name, r.where)) throw bad_line("'" + std::string(what) + "' has unknown stage '" + name + "'");
+  r.detail = get_string(o, "detail");
+  return r;
+}
+
+inline budget budget_from(json::value const& v) {
+  auto const& o = as_object(v, "budget");
+  budget b;
+  b.device_seconds = get_double(o, "device_seconds");
+  b.wall_seconds = get_double(o, "wall_seconds");
+  b.evaluations = get_uint(o, "evaluations");
+  b.candidates = get_uint(o, "candidates");
+  b.llm_tokens = get_uint(o, "llm_tokens");
+  b.llm_cost = get_double(o, "llm_cost");
+  return b;
+}
+
+inline std::vector<double> doubles_from(json::object const& o, std::string_view key) {
+  std::vector<double> out;
+  for (auto const& v : as_array(field(o, key), key)) out.push_back(as_double(v, key));
+  return out;
+}
+
+inline baseline baseline_from(json::object const& o) {
+  return {doubles_from(o, "seconds"), doubles_from(o, "weights"), doubles_from(o, "floor_seconds")};
+}
+
+inline median_ci median_ci_from(json::object const& o) {
+  return {get_double(o, "median"), get_double(o, "low"), get_double(o, "high")};
+}
+
+inline evaluation_outcome outcome_from(json::object const& o) {
+  evaluation_outcome out;
+  out.id = as_id(field(o, "id"), "id");
+  out.rung = static_cast<std::size_t>(get_uint(o, "rung"));
+  out.gated = get_bool(o, "gated");
+  out.gate = verdict_from(field(o, "gate"), "gate");
+  auto& m = out.m;
+  m.result = verdict_from(field(o, "verdict"), "verdict");
+  for (auto const& tv : as_array(field(o, "timings"), "timings")) {
+    auto const& tj = as_object(tv, "timings[]");
+    shape_timing t;
+    t.shape = static_cast<std::size_t>(get_uint(tj, "shape"));
+    for (auto const& s : as_array(field(tj, "samples"), "samples")) t.samples.push_back(as_double(s, "samples[]"));
+    t.stats = median_ci_from(tj);
+    m.timings.push_back(std::move(t));
+  }
+  if (auto const& r = field(o, "resources"); !r.is_null()) {
+    auto const& rj = as_object(r, "resources");
+    m.res = resources{get_int(rj, "registers"), get_int(rj, "spill_bytes"), get_int(rj, "shared_bytes"),
+                      get_double(rj, "occupancy")};
+  }
+  if (auto const& a = field(o, "vs_incumbent"); !a.is_null()) {
+    auto const& aj = as_object(a, "vs_incumbent");
+    m.vs_incumbent = ab_comparison{get_string(aj, "incumbent"), median_ci_from(as_object(field(aj, "ratio"), "ratio"))};
+  }
+  for (auto const& kv : as_object(field(o, "profile"), "profile"))
+    m.profile.emplace(std::string(kv.key()), as_double(kv.value(), "profile value"));
+  m.diagnosis = get_string(o, "diagnosis");
+  m.device_seconds = get_double(o, "device_seconds");
+  out.wall_seconds = get_double(o, "wall_seconds");
+  return out;
+}
+
+inline event_kind kind_from(std::string const& name) {
+  for (auto k :
+       {event_kind::proposed, event_kind::duplicate, event_kind::dispatched, event_kind::promoted, event_kind::rejected,
+        event_kind::measured, event_kind::new_best, event_kind::generation_failed, event_kind::stopped})
+    if (to_string(k) == name) return k;
+  throw bad_line("unknown event kind '" + name + "'");
+}
+
+inline journal_event event_from(json::object const& o) {
+  journal_event je;
+  auto& e = je.e;
+  e.seq = get_uint(o, "seq");
+  e.kind = kind_from(get_string(o, "kind"));
+  e.id = as_id(field(o, "id"), "id");
+  e.rung = static_cast<std::size_t>(get_uint(o, "rung"));
+  e.result = verdict_from(field(o, "verdict"), "verdict");
+  if (auto const& s = field(o, "score"); !s.is_null()) {
+    auto const& sj = as_object(s, "score");
+    e.value = score{get_double(sj, "value"), get_double(sj, "speedup")};
+  }
+  e.note = get_string(o, "note");
+  if (auto const* c = o.if_contains("candidate")) {
+    auto const& cj = as_object(*c, "candidate");
+    candidate cand;
+    cand.id = e.id;  // as recorded: the id is what the rest of the journal refers to
+    cand.family = get_string(cj, "family");
+    for (auto const& kv : as_object(field(cj, "params"), "params"))
+      cand.params.set(std::string_view(kv.key().data(), kv.key().size()), as_int(kv.value(), "params value"));
+    cand.source = get_string(cj, "source");
+    cand.launch = get_string(cj, "launch");
+    if (auto const& p = field(cj, "parent"); !p.is_null()) cand.parent = as_id(p, "parent");
+    cand.origin = get_string(cj, "origin");
+    je.cand = std::move(cand);
+  }
+  return je;
+}
+
+/// Applies one parsed line to what has been read so far.
+inline void apply_line(journal_contents& c, json::value const& v) {
+  if (!v.is_object()) throw bad_line("not a JSON object");
+  auto const& o = v.get_object();
+  const auto type = get_string(o, "type");
+  if (type == "header") {
+    if (c.has_header()) throw bad_line("a second header: two journals were joined, or two runs wrote one file");
+    const auto format = as_int(field(o, "format"), "format");
+    if (format > journal_format)
+      throw bad_line("journal format " + std::to_string(format) + " is newer than this KernelBrain reads (" +
+                     std::to_string(journal_format) + "): use a newer kernelbrain");
+    c.header.problem = get_string(o, "problem");
+    c.header.strategy = get_string(o, "strategy");
+    c.header.seed = get_uint(o, "seed");
+    c.header.evaluator = get_string(o, "evaluator");
+    c.header.ladder = get_string(o, "ladder");
+    c.limits = budget_from(field(o, "budget"));
+    c.version = get_string(o, "kernelbrain");
+    c.date = get_string(o, "date");
+    c.segments = 1;
+    return;
+  }
+  if (!c.has_header())
+    throw bad_line("a '" + type + "' line before the header: not the start of a KernelBrain journal");
+  if (type == "resume") {
+    const auto after = get_uint(o, "after_seq");
+    c.limits = budget_from(field(o, "budget"));
+    std::erase_if(c.events, [after](journal_event const& je) { return je.e.seq > after; });
+    ++c.segments;
+  } else if (type == "baseline") {
+    // The first one is what the run scored against; a resumed run never writes another.
+    if (!c.reference) c.reference = baseline_from(o);
+  } else if (type == "outcome") {
+    c.outcomes.push_back(outcome_from(o));
+  } else if (type == "event") {
+    auto je = event_from(o);
+    if (!c.events.empty() && je.e.seq <= c.events.back().e.seq)
+      throw bad_line("event seq " + std::to_string(je.e.seq) + " does not follow seq " +
+                     std::to_string(c.events.back().e.seq) + ": two runs wrote to this journal at once?");
+    c.events.push_back(std::move(je));
+  }
+  // Other types are from a newer minor version (e.g. LLM calls): nothing a resume needs.
+}
+
+inline std::string quoted(std::filesystem::path const& p) {
+  std::string out = "'";  // built with += : GCC 12 -O3 warns falsely (-Wrestrict) on "'" + std::string&&
+  out += p.string();
+  out += '\'';
+  return out;
+}
+
+/// "journal 'X' was written by a run with seed 3; this run has seed 4: use --seed 3 or a new journal"
+inline void check_header(std::filesystem::path const& path, run_header const& was, run_header const& now) {
+  auto differs = [&](std::string_view field_name, std::string const& a, std::string const& b, std::string const& todo) {
+    if (a == b) return;
+    throw error("journal " + quoted(path) + " was written by a run with " + std::string(field_name) + " " + a +
+                "; this run has " + std::string(field_name) + " " + b + ": " + todo);
+  };
+  differs("problem", was.problem, now.problem, "tune " + was.problem + " or use a new journal");
+  differs("strategy", was.strategy, now.strategy, "use --strategy " + was.strategy + " or a new journal");
+  differs("seed", std::to_string(was.seed), std::to_string(now.seed),
+          "use --seed " + std::to_string(was.seed) + " or a new journal");
+  differs("evaluator", was.evaluator, now.evaluator,
+          "the backend, device or compiler changed, so the recorded measurements do not apply: use a new journal");
+  differs("ladder", was.ladder, now.ladder,
+          "the fidelity ladder changed, so the recorded measurements do not apply: use a new journal");
+}
+
+inline bool same_budget(budget const& a, budget const& b) {
+  return a.device_seconds == b.device_seconds && a.wall_seconds == b.wall_seconds && a.evaluations == b.evaluations &&
+         a.candidates == b.candidates && a.llm_tokens == b.llm_tokens && a.llm_cost == b.llm_cost;
+}
+
+/// The finished evaluations, baseline and header a resumed run needs, taken out of a read journal.
+/// A later line for the same evaluation wins (there is none unless a journal was edited).
+inline resume_state to_resume_state(journal_contents& c) {
+  resume_state s;
+  s.header = std::move(c.header);
+  s.reference = std::move(c.reference);
+  for (auto& o : c.outcomes) {
+    evaluation_key key{o.id, o.rung};
+    s.outcomes.insert_or_assign(key, std::move(o));
+  }
+  s.last_seq = c.last_seq;
+  return s;
+}
+
+}  // namespace detail::journal_json
+
+// ---- public functions ----------------------------------------------------------------------------
+
+journal_contents read_journal(std::filesystem::path const& path) {
+  namespace jj = detail::journal_json;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    std::error_code ec;
+    const bool exists = std::filesystem::exists(path, ec);
+    throw error("cannot read journal " + jj::quoted(path) + ": " +
+                (exists ? "the file exists but cannot be opened (check its permissions)" : "no such file"));
+  }
+  journal_contents c;
+  detail::json_reader::document_parser parser;  // one parser for all lines of the file
+  std::string line;
+  std::size_t number = 0;
+  while (std::getline(in, line)) {
+    ++number;
+    if (in.eof()) {
+      // No newline: the last line was being written when the run was killed. Ignore it.
+      c.torn_bytes = line.size();
+      break;
+    }
+    c.complete_bytes += line.size() + 1;
+    ++c.lines;
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    const auto where = "journal " + jj::quoted(path) + ", line " + std::to_string(number);
+    auto v = parser.parse(line);
+    if (!v)
+      throw error(where + " is corrupt (" + parser.error().message() + " at column " +
+                  std::to_string(parser.stop() + 1) +
+                  "). Only the last line of a journal may be incomplete (a killed "
+                  "run); repair or remove that line, or start a new journal");
+    try {
+      jj::apply_line(c, *v);
+    } catch (jj::bad_line const& b) {
+      throw error(where + " is not a valid journal line: " + b.what());
+    }
+  }
+  if (in.bad()) throw error("reading journal " + jj::quoted(path) + " failed (I/O error)");
+  c.last_seq = c.events.empty() ? 0 : c.events.back().e.seq;
+  return c;
+}
+
+resume_state load_journal(std::filesystem::path const& path) {
+  auto c = read_journal(path);
+  if (!c.has_header())
+    throw error("journal " + detail::journal_json::quoted(path) +
+                " has no header line: it is empty or not a KernelBrain journal");
+  return detail::journal_json::to_resume_state(c);
+}
+
+jsonl_journal::jsonl_journal(std::filesystem::path path, run_header header, budget limits, journal_mode mode)
+    : path_(std::move(path)), header_(std::move(header)) {
+  if (mode == journal_mode::create)
+    open_new(limits);
+  else
+    open_for_resume(limits);
+}
+
+jsonl_journal::~jsonl_journal() {
+  if (file_) std::fclose(file_);
+}
+
+void jsonl_journal::open_new(budget const& limits) {
+  namespace jj = detail::journal_json;
+  std::error_code ec;
+  if (std::filesystem::exists(path_, ec))
+    throw error("journal " + jj::quoted(path_) +
+                " already exists: pass --resume to continue that run, or choose "
+                "another --journal path (a journal is never overwritten)");
+  // "x": fail rather than overwrite, should another process create the file in between.
+  file_ = std::fopen(path_.c_str(), "wx");
+  if (!file_)
+    throw error("cannot create journal " + jj::quoted(path_) + ": " + std::strerror(errno) +
+                ": check that its directory exists and is writable");
+  append_line(jj::header_line(header_, limits));
+  throw_if_failed();
+}
+
+void jsonl_journal::open_for_resume(budget const& limits) {
+  namespace jj = detail::journal_json;
+  std::error_code ec;
+  if (!std::filesystem::exists(path_, ec))
+    throw error("journal " + jj::quoted(path_) +
+                " does not exist, so there is no run to resume: drop --resume to "
+                "start a new run, or check the --journal path");
+  auto c = read_journal(path_);
+  info_.torn_bytes = c.torn_bytes;
+  if (c.torn_bytes > 0) {
+    // Appending after a torn line would glue the next line to it: cut it off first.
+    std::filesystem::resize_file(path_, c.complete_bytes, ec);
+    if (ec)
+      throw error("cannot cut the torn last line off journal " + jj::quoted(path_) + ": " + ec.message() +
+                  ": check that the file is writable");
+  }
+  if (!c.has_header()) {
+    // Killed before its header was written: nothing was recorded, so this is a fresh start.
+    std::filesystem::resize_file(path_, 0, ec);
+    file_ = std::fopen(path_.c_str(), "ab");
+    if (!file_) throw error("cannot open journal " + jj::quoted(path_) + ": " + std::strerror(errno));
+    append_line(jj::header_line(header_, limits));
+    throw_if_failed();
+    resumed_.emplace();
+    resumed_->header = header_;
+    return;
+  }
+  jj::check_header(path_, c.header, header_);
+  info_.recorded_seq = c.last_seq;
+  info_.previous_limits = c.limits;
+  info_.budget_changed = !jj::same_budget(c.limits, limits);
+  resume_state s = jj::to_resume_state(c);
+  info_.outcomes = s.outcomes.size();
+  if (info_.budget_changed) s.last_seq = 0;  // the events are written again from the start
+  file_ = std::fopen(path_.c_str(), "ab");
+  if (!file_)
+    throw error("cannot open journal " + jj::quoted(path_) + " for appending: " + std::strerror(errno) +
+                ": check that the file is writable");
+  append_line(jj::resume_line(s.last_seq, limits));
+  throw_if_failed();
+  resumed_ = std::move(s);
+}
+
+void jsonl_journal::write_outcome(evaluation_outcome const& o) {
+  // The evaluation plane calls this and must not see an exception: keep a failure for later.
+  try {
+    append_line(detail::journal_json::outcome_line(o));
+  } catch (std::exception const& ex) {
+    std::lock_guard lk(mu_);
+    fail_unlocked(std::string("cannot encode an outcome: ") + ex.what());
+  }
+}
+
+void jsonl_journal::write_event(event const& e, search_view const& v) {
+  throw_if_failed();
+  candidate const* cand = nullptr;
+  if (e.kind == event_kind::proposed)
+    if (auto const* rec = v.find(e.id)) cand = &rec->cand;
+  append_line(detail::journal_json::event_line(e, cand));
+  throw_if_failed();
+}
+
+void jsonl_journal::write_baseline(baseline const& b) {
+  throw_if_failed();
+  append_line(detail::journal_json::baseline_line(b));
+  throw_if_failed();
+}
+
+void jsonl_journal::throw_if_failed() const {
+  std::lock_guard lk(mu_);
+  if (!failure_.empty()) throw error(failure_);
+}
+
+void jsonl_journal::append_line(std::string line) {
+  line += '\n';
+  std::lock_guard lk(mu_);
+  if (!failure_.empty() || !file_) return;
+  // One write and a flush per line: a kill leaves at most this line torn. No fsync: a killed
+  // process loses nothing the kernel already holds, and an fsync per line would cost more than
+  // a synthetic evaluation.
+  if (std::fwrite(line.data(), 1, line.size(), file_) != line.size() || std::fflush(file_) != 0)
+    fail_unlocked(std::string("writing journal ") + detail::journal_json::quoted(path_) +
+                  " failed: " + std::strerror(errno) + ": free some space or choose another --journal path");
+}
+
+void jsonl_journal::fail_unlocked(std::string why) {
+  if (failure_.empty()) failure_ = std::move(why);
+}
+
+}  // namespace kernelbrain
