@@ -60,6 +60,10 @@ Examples (repository root, on the GPU machine, after building kernelbrain_kernel
 #   - the worker resets the persisting L2 once per request; nothing here sets a persisting window;
 #   - the worker runs on its own stream of the primary context; here torch's current stream of the
 #     same primary context.
+#   - here a spin kernel (torch.cuda._sleep) runs between the flush and the start event, so that
+#     Python's slower launches are enqueued before the GPU gets to them; the worker launches from
+#     C++ and needs none. Without it the agreement check failed on 2026-12-01 for an 18 us kernel
+#     (+10.3%: launch latency timed); see bench/runs/2026-12-01-issue9/.
 # bench/check_side_by_side_agreement.sh measures one kernel both ways and fails when the medians
 # differ by more than its stated tolerance.
 import argparse
@@ -80,6 +84,9 @@ DEFAULT_PREP = os.path.join(ROOT, "build", "release", "kernelbrain_kernel_prep")
 HBM_BYTES_PER_S = 4.3e12  # BENCHMARKS.md's LB bandwidth (measured copy)
 HBM_PEAK_BYTES_PER_S = 4.8e12  # the datasheet peak: below bytes / this is physically impossible
 RESULT_TAG = "@@RESULT "
+# GPU cycles the spin before each timed call lasts (about 50 us at the H200's clocks): longer than
+# Python takes to record an event and launch a plan, so no launch gap is timed (see time_fn).
+SPIN_CYCLES = 100_000
 
 
 # ---------------------------------------------------------------------------------------------
@@ -316,6 +323,10 @@ def worker_main(args):
             flush.fill_(i)
             if prepare is not None:
                 prepare()
+            # Keep the GPU busy while Python enqueues the start event and the launch: without this,
+            # a short kernel's time can include the host's launch latency (cuda-python launches take
+            # microseconds), which the worker's C++ launches do not pay. Not timed: it runs before start.
+            torch.cuda._sleep(SPIN_CYCLES)
             start.record()
             fn()
             end.record()
