@@ -70,7 +70,7 @@ std::string read_text(char const* path) {
 // clang-format on
 
 struct driver_api {
-#define KB_MEMBER(f) decltype(&::f) f = nullptr;
+#define KB_MEMBER(f) decltype(&::f) f = nullptr;  // NOLINT(bugprone-macro-parentheses): f names a member
   KB_DRIVER_FUNCTIONS(KB_MEMBER)
 #undef KB_MEMBER
   std::string missing;  ///< why the driver is unusable; empty once loaded
@@ -97,7 +97,7 @@ struct driver_api {
         if (missing.empty()) missing = std::string("the driver lacks ") + name;
       }
     };
-#define KB_LOAD(f) one(#f, reinterpret_cast<void**>(&f));
+#define KB_LOAD(f) one(#f, reinterpret_cast<void**>(&f));  // NOLINT(bugprone-macro-parentheses): f names a member
     KB_DRIVER_FUNCTIONS(KB_LOAD)
 #undef KB_LOAD
     loaded = missing.empty();
@@ -972,6 +972,7 @@ int sanitize_mode(char const* request_path) {
       bufs.push_back(b);
     }
     std::vector<CUdeviceptr> ptrs;
+    ptrs.reserve(bufs.size());
     for (auto const& b : bufs) ptrs.push_back(b.p);
     CUmodule m = load_module(q.cand.cubin);
     const auto fns = functions_of(m, q.cand, "the candidate", query_device());

@@ -430,11 +430,14 @@ TEST_CASE("registry: each builtin strategy's declared options are exactly what i
   const auto expected = builtin_expected();
   {
     std::vector<std::string> names;
+    names.reserve(expected.size());
     for (auto const& [n, opts] : expected) names.push_back(n);
     CHECK(reg.names() == names);  // a new builtin strategy needs its expected options here
   }
 
-  for (auto const& [name, opts] : expected) {
+  for (auto const& entry : expected) {
+    auto const& name = entry.first;  // not a structured binding: doctest's INFO captures it in a lambda
+    auto const& opts = entry.second;
     INFO("strategy: " << name);
     REQUIRE(reg.declares_options(name));
     const auto info = reg.options(name);

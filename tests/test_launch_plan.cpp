@@ -1482,7 +1482,8 @@ TEST_CASE("launch plan device limits: one table with a row for each known archit
   }
 }
 
-TEST_CASE("launch plan device limits: sm_90's row is what an H200 reports, and the device's limits win over the arch's") {
+TEST_CASE(
+    "launch plan device limits: sm_90's row is what an H200 reports, and the device's limits win over the arch's") {
   const auto table = limits_for_arch("sm_90");
   const auto device = limits_for_device(h200(), "sm_86");  // a device: the problem's arch does not matter
   same_numbers(device, table);

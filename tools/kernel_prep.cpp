@@ -214,7 +214,7 @@ std::string first_error(std::string const& log) {
 struct problem_entry {
   kb::problem prob;
   std::vector<std::string> nvrtc;
-  std::vector<std::size_t> shapes;  ///< the selected shapes (indices into prob.shapes)
+  std::vector<std::size_t> shapes;                ///< the selected shapes (indices into prob.shapes)
   std::unique_ptr<kb::cuda_evaluator> evaluator;  ///< --measure
 };
 
@@ -257,8 +257,10 @@ class prep {
 
   int run() {
     fs::create_directories(opt_.out_dir);
-    if (!opt_.kernels_file.empty()) from_kernels_file();
-    else from_catalogue();
+    if (!opt_.kernels_file.empty())
+      from_kernels_file();
+    else
+      from_catalogue();
     compile_all();
     resolve_all();
     if (opt_.measure) measure_all();
@@ -272,7 +274,8 @@ class prep {
         bad_plans += !p.error.empty();
       }
     }
-    std::fprintf(stderr, "kernel_prep: %zu kernels (%zu distinct sources), %zu did not compile; %zu plans, %zu rejected; %s\n",
+    std::fprintf(stderr,
+                 "kernel_prep: %zu kernels (%zu distinct sources), %zu did not compile; %zu plans, %zu rejected; %s\n",
                  kernels_.size(), compiled_.size(), bad_kernels, plans, bad_plans, manifest.c_str());
     return opt_.strict && (bad_kernels || bad_plans) ? 1 : 0;
   }
@@ -286,7 +289,8 @@ class prep {
     if (auto it = by_dir_.find(s); it != by_dir_.end()) return it->second;
     problem_entry e;
     e.prob = kb::load_problem(dir);
-    if (e.prob.backend != "cuda") throw kb::error(dir.string() + ": not a CUDA problem (backend '" + e.prob.backend + "')");
+    if (e.prob.backend != "cuda")
+      throw kb::error(dir.string() + ": not a CUDA problem (backend '" + e.prob.backend + "')");
     e.nvrtc = nvrtc_options_for(e.prob);
     for (std::size_t i = 0; i < e.prob.shapes.size(); ++i)
       if (selected(e.prob.shapes[i], opt_)) e.shapes.push_back(i);
@@ -323,9 +327,12 @@ class prep {
       const auto dir = str("problem_dir");
       if (!dir) fail(i, "no 'problem_dir'");
       k.problem = problem_index(resolve(*dir));
-      if (auto s = str("source")) k.source = *s;
-      else if (auto f = str("source_file")) k.source = read_text(resolve(*f));
-      else fail(i, "no 'source' or 'source_file'");
+      if (auto s = str("source"))
+        k.source = *s;
+      else if (auto f = str("source_file"))
+        k.source = read_text(resolve(*f));
+      else
+        fail(i, "no 'source' or 'source_file'");
       auto const* launch = o.if_contains("launch");
       if (!launch) fail(i, "no 'launch'");
       k.launch = launch->is_string() ? std::string(launch->get_string()) : json::serialize(*launch);
@@ -350,7 +357,8 @@ class prep {
       const auto a = s.find(':');
       const auto b = a == std::string::npos ? a : s.find(':', a + 1);
       if (b == std::string::npos) throw kb::error("--point '" + s + "': expected PROBLEM:FAMILY:K=V,...");
-      specs.push_back({s.substr(0, a), s.substr(a + 1, b - a - 1), parse_point(s.substr(b + 1), "--point '" + s + "'")});
+      specs.push_back(
+          {s.substr(0, a), s.substr(a + 1, b - a - 1), parse_point(s.substr(b + 1), "--point '" + s + "'")});
     }
     for (auto const& dir : opt_.dirs) {
       const auto pi = problem_index(dir);
@@ -368,8 +376,8 @@ class prep {
       kb::rng r(opt_.seed);
       for (auto const& h : prob.catalogue) {
         if (!h.templ || h.templ->source.empty()) continue;
-        if (!opt_.families.empty() &&
-            std::none_of(opt_.families.begin(), opt_.families.end(), [&](auto const& f) { return h.name.find(f) != std::string::npos; }))
+        if (!opt_.families.empty() && std::none_of(opt_.families.begin(), opt_.families.end(),
+                                                   [&](auto const& f) { return h.name.find(f) != std::string::npos; }))
           continue;
         auto const& space = h.templ->space;
         std::vector<kb::parameters> pts;
@@ -377,18 +385,22 @@ class prep {
         for (auto const& s : specs) {
           if (s.problem != prob.name || h.name.find(s.family) == std::string::npos) continue;
           named = true;
-          if (space.admits(s.point)) pts.push_back(s.point);
+          if (space.admits(s.point))
+            pts.push_back(s.point);
           else
-            std::fprintf(stderr, "warning: %s / %s: point %s is not admitted; skipped\n", prob.name.c_str(), h.name.c_str(),
-                         s.point.to_string().c_str());
+            std::fprintf(stderr, "warning: %s / %s: point %s is not admitted; skipped\n", prob.name.c_str(),
+                         h.name.c_str(), s.point.to_string().c_str());
         }
         if (!named) {
           if (opt_.points_only && !specs.empty()) continue;
-          if (auto c = kb::central_point(space)) pts.push_back(*c);
-          else std::fprintf(stderr, "warning: %s / %s: central point not admitted\n", prob.name.c_str(), h.name.c_str());
+          if (auto c = kb::central_point(space))
+            pts.push_back(*c);
+          else
+            std::fprintf(stderr, "warning: %s / %s: central point not admitted\n", prob.name.c_str(), h.name.c_str());
           const auto want = pts.size() + static_cast<std::size_t>(std::max(0, opt_.random_points));
           for (int tries = 0; pts.size() < want && tries < 200 * std::max(1, opt_.random_points); ++tries)
-            if (auto p = kb::random_point(space, r); p && std::find(pts.begin(), pts.end(), *p) == pts.end()) pts.push_back(*p);
+            if (auto p = kb::random_point(space, r); p && std::find(pts.begin(), pts.end(), *p) == pts.end())
+              pts.push_back(*p);
         }
         for (auto const& p : pts) {
           kernel_entry k;
@@ -436,7 +448,8 @@ class prep {
           for (auto const& o : problems_[k->problem].nvrtc) argv.push_back(o);
           const auto r = kb::detail::run_captured(
               argv, std::chrono::milliseconds(static_cast<std::int64_t>(opt_.compile_timeout * 1000)), 256 * 1024);
-          if (r.timed_out) c.message = "NVRTC did not finish within " + std::to_string(opt_.compile_timeout) + " s";
+          if (r.timed_out)
+            c.message = "NVRTC did not finish within " + std::to_string(opt_.compile_timeout) + " s";
           else if (!r.succeeded() || !fs::is_regular_file(cubin, ec))
             c.message = "compile error: " + first_error(r.output) + " (NVRTC " +
                         kb::detail::describe_wait_status(r.wait_status) + ")\n" +
@@ -457,7 +470,8 @@ class prep {
       }
     };
     std::vector<std::thread> pool;
-    const auto jobs = static_cast<std::size_t>(opt_.jobs > 0 ? opt_.jobs : std::max(1u, std::thread::hardware_concurrency()));
+    const auto jobs =
+        static_cast<std::size_t>(opt_.jobs > 0 ? opt_.jobs : std::max(1u, std::thread::hardware_concurrency()));
     for (std::size_t t = 0; t < std::min(jobs, todo.size()); ++t) pool.emplace_back(one);
     for (auto& t : pool) t.join();
   }
@@ -538,9 +552,11 @@ class prep {
       for (auto const& d : p.dim_order) dims.emplace_back(d);
       o["dims"] = std::move(dims);
       o["tolerance"] = {{"rtol", p.tol.rtol}, {"atol", p.tol.atol}};
-      o["machine"] = {{"bytes_per_second", p.machine.bytes_per_second}, {"flops_per_second", p.machine.flops_per_second}};
+      o["machine"] = {{"bytes_per_second", p.machine.bytes_per_second},
+                      {"flops_per_second", p.machine.flops_per_second}};
       json::array ins, outs;
-      for (auto const& t : p.inputs) ins.push_back(json::object{{"name", t.name}, {"dtype", t.dtype}, {"distribution", t.distribution}});
+      for (auto const& t : p.inputs)
+        ins.push_back(json::object{{"name", t.name}, {"dtype", t.dtype}, {"distribution", t.distribution}});
       for (auto const& t : p.outputs) outs.push_back(json::object{{"name", t.name}, {"dtype", t.dtype}});
       o["inputs"] = std::move(ins);
       o["outputs"] = std::move(outs);
@@ -581,10 +597,14 @@ class prep {
       json::object params;
       for (auto const& [n, v] : k.params) params[n] = v;
       o["params"] = std::move(params);
-      if (k.error.empty()) o["cubin"] = k.key + ".cubin";
-      else o["cubin"] = nullptr;
-      if (k.error.empty()) o["error"] = nullptr;
-      else o["error"] = k.error;
+      if (k.error.empty())
+        o["cubin"] = k.key + ".cubin";
+      else
+        o["cubin"] = nullptr;
+      if (k.error.empty())
+        o["error"] = nullptr;
+      else
+        o["error"] = k.error;
       json::array wanted;  // the shapes this kernel is for (its plans, or its error, at each)
       for (auto const s : problems_[k.problem].shapes)
         if (k.only_shape == "*" || k.only_shape == p.shapes[s].name) wanted.emplace_back(p.shapes[s].name);
@@ -675,38 +695,61 @@ int main(int argc, char** argv) {
         std::fputs(usage, stdout);
         return 0;
       }
-      if (a == "--out") opt.out_dir = next();
-      else if (a == "--kernels") opt.kernels_file = next();
-      else if (a == "--base") opt.base_dir = next();
-      else if (a == "--references") opt.references = true;
-      else if (a == "--no-catalogue") opt.catalogue = false;
-      else if (a == "--families") opt.families = split(next(), ',');
-      else if (a == "--point") opt.point_specs.push_back(next());
+      if (a == "--out")
+        opt.out_dir = next();
+      else if (a == "--kernels")
+        opt.kernels_file = next();
+      else if (a == "--base")
+        opt.base_dir = next();
+      else if (a == "--references")
+        opt.references = true;
+      else if (a == "--no-catalogue")
+        opt.catalogue = false;
+      else if (a == "--families")
+        opt.families = split(next(), ',');
+      else if (a == "--point")
+        opt.point_specs.push_back(next());
       else if (a == "--points-file") {
         std::istringstream in(read_text(next()));
         for (std::string line; std::getline(in, line);) {
           while (!line.empty() && std::isspace(static_cast<unsigned char>(line.back()))) line.pop_back();
           if (!line.empty() && line[0] != '#') opt.point_specs.push_back(line);
         }
-      } else if (a == "--points-only") opt.points_only = true;
-      else if (a == "--random-points") opt.random_points = static_cast<int>(integer(next()));
-      else if (a == "--seed") opt.seed = static_cast<std::uint64_t>(integer(next()));
-      else if (a == "--shapes") opt.shapes = split(next(), ',');
-      else if (a == "--tiers") opt.tiers = split(next(), ',');
-      else if (a == "--jobs" || a == "-j") opt.jobs = static_cast<int>(integer(next()));
-      else if (a == "--worker") opt.worker = next();
-      else if (a == "--compile-timeout") opt.compile_timeout = std::stod(next());
-      else if (a == "--measure") opt.measure = true;
-      else if (a == "--samples") opt.samples = static_cast<int>(integer(next()));
-      else if (a == "--warmup") opt.warmup = static_cast<int>(integer(next()));
-      else if (a == "--strict") opt.strict = true;
-      else if (a == "--quiet") opt.quiet = true;
-      else if (a.starts_with("-")) throw kb::error("unknown option " + a + " (--help lists them)");
-      else opt.dirs.push_back(a);
+      } else if (a == "--points-only")
+        opt.points_only = true;
+      else if (a == "--random-points")
+        opt.random_points = static_cast<int>(integer(next()));
+      else if (a == "--seed")
+        opt.seed = static_cast<std::uint64_t>(integer(next()));
+      else if (a == "--shapes")
+        opt.shapes = split(next(), ',');
+      else if (a == "--tiers")
+        opt.tiers = split(next(), ',');
+      else if (a == "--jobs" || a == "-j")
+        opt.jobs = static_cast<int>(integer(next()));
+      else if (a == "--worker")
+        opt.worker = next();
+      else if (a == "--compile-timeout")
+        opt.compile_timeout = std::stod(next());
+      else if (a == "--measure")
+        opt.measure = true;
+      else if (a == "--samples")
+        opt.samples = static_cast<int>(integer(next()));
+      else if (a == "--warmup")
+        opt.warmup = static_cast<int>(integer(next()));
+      else if (a == "--strict")
+        opt.strict = true;
+      else if (a == "--quiet")
+        opt.quiet = true;
+      else if (a.starts_with("-"))
+        throw kb::error("unknown option " + a + " (--help lists them)");
+      else
+        opt.dirs.push_back(a);
     }
     if (opt.out_dir.empty()) throw kb::error("give --out DIR");
     if (opt.kernels_file.empty() == opt.dirs.empty())
-      throw kb::error(opt.dirs.empty() ? "give problem directories or --kernels FILE" : "give either problem directories or --kernels, not both");
+      throw kb::error(opt.dirs.empty() ? "give problem directories or --kernels FILE"
+                                       : "give either problem directories or --kernels, not both");
     if (opt.samples < 1 || opt.warmup < 0 || opt.random_points < 0 || !(opt.compile_timeout > 0))
       throw kb::error("--samples must be >= 1, --warmup, --random-points >= 0, --compile-timeout > 0");
   } catch (std::exception const& e) {

@@ -119,14 +119,13 @@ std::optional<std::vector<std::string>> pointer_types(std::string const& src, st
   if (cur.find_first_not_of(" \t\r\n") != std::string::npos) raw.push_back(cur);
   std::vector<std::string> out;
   for (auto const& p : raw) {
-    if (p.find('*') == std::string::npos)
-      out.emplace_back();
-    else if (p.find("half") != std::string::npos || p.find("unsigned short") != std::string::npos)
+    const bool pointer = p.find('*') != std::string::npos;
+    if (pointer && (p.find("half") != std::string::npos || p.find("unsigned short") != std::string::npos))
       out.emplace_back("f16");
-    else if (p.find("float") != std::string::npos)
+    else if (pointer && p.find("float") != std::string::npos)
       out.emplace_back("f32");
     else
-      out.emplace_back();
+      out.emplace_back();  // a dim, or a pointer to something else
   }
   return out;
 }
@@ -411,6 +410,7 @@ int main(int argc, char** argv) {
     }
   };
   std::vector<std::thread> pool;
+  pool.reserve(static_cast<std::size_t>(std::max(0, opt.jobs)));
   for (int t = 0; t < opt.jobs; ++t) pool.emplace_back(worker);
   for (auto& t : pool) t.join();
   failures += fails;

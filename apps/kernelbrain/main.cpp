@@ -8,12 +8,11 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <exception>
+#include <kernelbrain/version.hpp>
 #include <string>
 #include <vector>
-#include <kernelbrain/version.hpp>
 #include "arguments.hpp"
 #include "commands.hpp"
-
 
 namespace {
 
@@ -68,7 +67,8 @@ int report_parse_error(CLI::App& app, CLI::ParseError const& e) {
 int run(int argc, char** argv) {
   CLI::App app{"kernelbrain: budget-aware search over GPU kernel implementations", "kernelbrain"};
   add_help_flag(app);
-  app.set_version_flag("--version", "kernelbrain " + std::string(kernelbrain::library_version), "Print the version and exit")
+  app.set_version_flag("--version", "kernelbrain " + std::string(kernelbrain::library_version),
+                       "Print the version and exit")
       ->trigger_on_parse();
   app.require_subcommand(1);
   const std::vector<subcommand> commands{register_tune(app), register_list_strategies(app)};

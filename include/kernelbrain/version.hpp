@@ -10,9 +10,9 @@
 #define KERNELBRAIN_DETAIL_STRINGIZE2(x) #x
 #define KERNELBRAIN_DETAIL_STRINGIZE(x) KERNELBRAIN_DETAIL_STRINGIZE2(x)
 /// "major.minor.patch" as a string literal.
-#define KERNELBRAIN_DETAIL_VERSION_STRING                                                                     \
-  KERNELBRAIN_DETAIL_STRINGIZE(KERNELBRAIN_VERSION_MAJOR)                                              \
-  "." KERNELBRAIN_DETAIL_STRINGIZE(KERNELBRAIN_VERSION_MINOR) "." KERNELBRAIN_DETAIL_STRINGIZE(        \
+#define KERNELBRAIN_DETAIL_VERSION_STRING                                                       \
+  KERNELBRAIN_DETAIL_STRINGIZE(KERNELBRAIN_VERSION_MAJOR)                                       \
+  "." KERNELBRAIN_DETAIL_STRINGIZE(KERNELBRAIN_VERSION_MINOR) "." KERNELBRAIN_DETAIL_STRINGIZE( \
       KERNELBRAIN_VERSION_PATCH)
 
 namespace kernelbrain {

@@ -1,13 +1,13 @@
 // The header-only form (kernelbrain/config.hpp): no kernelbrain::runtime, nothing of ours to link.
 // Two translation units include every header, so a body that is not inline is a link error here.
+#include <cstdio>
+#include <filesystem>
 #include <kernelbrain/evaluate/cuda.hpp>
 #include <kernelbrain/evaluate/host.hpp>
 #include <kernelbrain/io/journal.hpp>
 #include <kernelbrain/io/problem_loader.hpp>
 #include <kernelbrain/search.hpp>
 #include <kernelbrain/strategies/all.hpp>
-#include <cstdio>
-#include <filesystem>
 #include <string>
 
 #if !KERNELBRAIN_HEADER_ONLY

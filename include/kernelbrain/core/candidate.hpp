@@ -12,6 +12,7 @@ namespace kernelbrain {
 struct candidate_id {
   std::uint64_t value = 0;
   friend constexpr bool operator==(candidate_id, candidate_id) = default;
+  // NOLINTNEXTLINE(modernize-use-nullptr): clang-tidy 14 sees the 0 of a defaulted <=>'s rewrite
   friend constexpr auto operator<=>(candidate_id, candidate_id) = default;
   [[nodiscard]] std::string str() const { return to_hex(value); }
 };

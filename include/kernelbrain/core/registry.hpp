@@ -261,7 +261,7 @@ class option_table {
   }
 
   template <class T, class O>
-  option_table& declare(std::string name, T O::*member, std::optional<T> min, std::string help) {
+  option_table& declare(std::string const& name, T O::*member, std::optional<T> min, std::string help) {
     static_assert(listed<O>, "option_table::add: the member belongs to a struct this table does not read");
     static_assert(std::is_same_v<T, bool> || std::is_integral_v<T> || std::is_floating_point_v<T> ||
                       std::is_same_v<T, std::string>,
@@ -289,6 +289,7 @@ class option_table {
       i.accepts = min ? "an integer of at least " + i.minimum : "an integer";
 
     std::function<void(strategy_options const&, O&)> read = [name, member, min](strategy_options const& o, O& s) {
+      (void)min;  // bool and string options have no minimum
       T& field = s.*member;
       if constexpr (std::is_same_v<T, bool>) {
         field = o.get_bool(name, field);

@@ -41,8 +41,9 @@ inline void annotate(cuda_protocol::plan& p, cubin_info const& info) {
 inline verdict device_code_policy(cubin_info const& info) {
   for (auto const& f : info.imports)
     if (f == "malloc" || f == "free" || f == "__nv_aligned_device_malloc" || f == "vprintf")
-      return verdict::reject(stage::policy, "the kernel calls " + f + " in device code, which candidates may not: " +
-                                                "use a scratch buffer of the launch plan instead of the device heap, and no printf");
+      return verdict::reject(stage::policy,
+                             "the kernel calls " + f + " in device code, which candidates may not: " +
+                                 "use a scratch buffer of the launch plan instead of the device heap, and no printf");
   return verdict::pass();
 }
 

@@ -165,16 +165,16 @@ class compile_cache {
     };
     if (r.timed_out) {
       cleanup();
-      c.result = verdict::reject(stage::compile, "NVRTC did not finish within " + std::to_string(compile_timeout_) +
-                                                     " s and was killed");
+      c.result = verdict::reject(
+          stage::compile, "NVRTC did not finish within " + std::to_string(compile_timeout_) + " s and was killed");
       return c;
     }
     if (!r.succeeded() || !fs::is_regular_file(cubin, ec)) {
       cleanup();
       std::string tail = r.output.size() > 4000 ? r.output.substr(0, 4000) + "..." : r.output;
-      c.result = r.started
-                     ? verdict::reject(stage::compile, "NVRTC failed (" + describe_wait_status(r.wait_status) + "): " + tail)
-                     : verdict::reject(stage::infrastructure, "cannot start the NVRTC compile: " + tail);
+      c.result = r.started ? verdict::reject(stage::compile,
+                                             "NVRTC failed (" + describe_wait_status(r.wait_status) + "): " + tail)
+                           : verdict::reject(stage::infrastructure, "cannot start the NVRTC compile: " + tail);
       return c;
     }
     std::ofstream(log) << c.log;

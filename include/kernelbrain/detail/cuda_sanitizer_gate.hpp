@@ -77,8 +77,8 @@ class sanitizer_gate {
     if (instance && passed_families_.count(c.family)) return verdict::pass();
     ++runs_;
     static std::atomic<std::uint64_t> serial{0};
-    const auto request = (std::filesystem::path(dir_) / ("sanitize-" + std::to_string(::getpid()) + "-" +
-                                                         std::to_string(serial++) + ".req"))
+    const auto request = (std::filesystem::path(dir_) /
+                          ("sanitize-" + std::to_string(::getpid()) + "-" + std::to_string(serial++) + ".req"))
                              .string();
     {
       std::ofstream out(request, std::ios::binary);
@@ -92,7 +92,7 @@ class sanitizer_gate {
       for (std::size_t t = 0; t < opt_.sanitizer_tools.size(); ++t)
         threads.emplace_back([&, t] {
           auto const& tool = opt_.sanitizer_tools[t];
-          std::vector<std::string> argv = {worker_exe_, "--exec", "--",           tool_,          "--tool",
+          std::vector<std::string> argv = {worker_exe_, "--exec",           "--", tool_,           "--tool",
                                            tool,        "--error-exitcode", "86", "--print-limit", "4"};
           if (tool == "memcheck") argv.insert(argv.end(), {"--padding", "256"});
           argv.insert(argv.end(), {worker_exe_, "--sanitize", request});
@@ -106,9 +106,9 @@ class sanitizer_gate {
     verdict v = verdict::pass();
     for (std::size_t t = 0; t < runs.size() && v; ++t) {
       auto const& r = runs[t];
-      v = r.started ? sanitizer_verdict(opt_.sanitizer_tools[t], r.timed_out, r.wait_status, r.output,
-                                        opt_.sanitizer_timeout)
-                    : verdict::reject(stage::infrastructure, "cannot start compute-sanitizer: " + r.output);
+      v = r.started
+              ? sanitizer_verdict(opt_.sanitizer_tools[t], r.timed_out, r.wait_status, r.output, opt_.sanitizer_timeout)
+              : verdict::reject(stage::infrastructure, "cannot start compute-sanitizer: " + r.output);
     }
     if (v.where == stage::sanitizer) v.detail = where + ": " + v.detail;
     if (v && instance) passed_families_.insert(c.family);
@@ -131,11 +131,11 @@ class sanitizer_gate {
   cuda_options const& opt_;
   std::string const& worker_exe_;
   double* spent_;
-  std::string tool_;                                    ///< compute-sanitizer, or empty: the stage is off
-  std::string dir_;                                     ///< where request files are written
-  std::set<std::string> passed_families_;               ///< families whose template instance passed
+  std::string tool_;                                     ///< compute-sanitizer, or empty: the stage is off
+  std::string dir_;                                      ///< where request files are written
+  std::set<std::string> passed_families_;                ///< families whose template instance passed
   std::unordered_map<std::uint64_t, verdict> verdicts_;  ///< per candidate id
-  std::size_t runs_ = 0;                                ///< candidates run under compute-sanitizer
+  std::size_t runs_ = 0;                                 ///< candidates run under compute-sanitizer
 };
 
 }  // namespace kernelbrain::detail::cuda

@@ -49,11 +49,14 @@ inline shape_table plan_shapes(problem const& p) {
     std::uint64_t bytes = 0;
     for (auto const& in : p.inputs) {
       st.inputs.push_back({static_cast<std::uint64_t>(evaluate_expression(in.size, lookup)), in.dtype == "f16" ? 1 : 0,
-                           in.distribution == "uniform" ? 1 : in.distribution == "positive" ? 2 : 0});
+                           in.distribution == "uniform"    ? 1
+                           : in.distribution == "positive" ? 2
+                                                           : 0});
       bytes += st.inputs.back().count * (st.inputs.back().dtype ? 2 : 4);
     }
     for (auto const& out : p.outputs) {
-      st.outputs.push_back({static_cast<std::uint64_t>(evaluate_expression(out.size, lookup)), out.dtype == "f16" ? 1 : 0, 0});
+      st.outputs.push_back(
+          {static_cast<std::uint64_t>(evaluate_expression(out.size, lookup)), out.dtype == "f16" ? 1 : 0, 0});
       bytes += st.outputs.back().count * (st.outputs.back().dtype ? 2 : 4);
     }
     t.at.push_back(std::move(st));

@@ -145,7 +145,8 @@ class cuda_worker_client {
     const int total = q.warmup + q.samples;
     for (int k = 0; k < checked_calls && total > 1; ++k)
       q.checked_calls.push_back(static_cast<std::int32_t>(pick.below(static_cast<std::uint64_t>(total - 1))));
-    if (auto v = ask(cuda_protocol::request::time, q, incumbent ? 2.0 : 1.0, at_shape(s) + ", timing", &out, after_send);
+    if (auto v =
+            ask(cuda_protocol::request::time, q, incumbent ? 2.0 : 1.0, at_shape(s) + ", timing", &out, after_send);
         !v)
       return v;
     if (out.samples_a.size() != static_cast<std::size_t>(q.samples))
@@ -169,8 +170,10 @@ class cuda_worker_client {
   /// Device 0's name and launch limits (request::device: the worker creates no context for it;
   /// present == 0 where there is no driver or device).
   [[nodiscard]] cuda_protocol::device_info device() {
-    const auto r = proc_.call(static_cast<std::uint32_t>(cuda_protocol::request::device), {}, std::chrono::milliseconds(60000));
-    if (r.st != worker_reply::status::reply) throw error("cuda backend: the worker did not report its device: " + r.why);
+    const auto r =
+        proc_.call(static_cast<std::uint32_t>(cuda_protocol::request::device), {}, std::chrono::milliseconds(60000));
+    if (r.st != worker_reply::status::reply)
+      throw error("cuda backend: the worker did not report its device: " + r.why);
     try {
       return cuda_protocol::decode_device(r.msg.body);
     } catch (wire_error const& e) {
@@ -187,7 +190,8 @@ class cuda_worker_client {
 
   verdict ask(cuda_protocol::request type, cuda_protocol::run_request const& q, double run_timeouts,
               std::string const& what, cuda_protocol::reply* out, std::function<void(int pid)> const& after_send = {}) {
-    const auto r = proc_.call(static_cast<std::uint32_t>(type), cuda_protocol::encode(q), silence(run_timeouts), after_send);
+    const auto r =
+        proc_.call(static_cast<std::uint32_t>(type), cuda_protocol::encode(q), silence(run_timeouts), after_send);
     return worker_verdict(
         r, what,
         reply_reading<cuda_protocol::reply>{&cuda_protocol::decode_reply, &cuda_protocol::reply::device_seconds},

@@ -74,6 +74,7 @@ struct reference_case {
 /// The slots as the protocol names them.
 inline std::vector<host_protocol::tensor_ref> refs(std::vector<slot> const& v) {
   std::vector<host_protocol::tensor_ref> out;
+  out.reserve(v.size());
   for (auto const& s : v) out.push_back({s.offset, s.count});
   return out;
 }

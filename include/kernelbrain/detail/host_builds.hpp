@@ -93,7 +93,7 @@ class host_builds {
 
   host_options const& opt_;
   host_compiler compiler_;
-  std::atomic<std::size_t> compiles_{0}, hits_{0};  ///< counted where the compile runs (pool or inline)
+  std::atomic<std::size_t> compiles_{0}, hits_{0};   ///< counted where the compile runs (pool or inline)
   std::unordered_map<std::uint64_t, built> builds_;  ///< by candidate id
   /// Failed compiles are remembered (not cached on disk); passing ones are in the artifact cache.
   /// Declared last: its threads stop before anything they use goes away.

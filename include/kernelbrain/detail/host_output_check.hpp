@@ -124,8 +124,8 @@ inline verdict check_repeat(problem const& p, layout const& l, shared_arena cons
       if (!same && !differ++) at = i;
     }
     if (differ)
-      return verdict::reject(stage::correctness, "nondeterministic output: output '" + p.outputs[k].name + "' " + where +
-                                                     " differs between two runs on the same inputs (" +
+      return verdict::reject(stage::correctness, "nondeterministic output: output '" + p.outputs[k].name + "' " +
+                                                     where + " differs between two runs on the same inputs (" +
                                                      std::to_string(differ) + " of " + std::to_string(o.count) +
                                                      " elements; first at index " + std::to_string(at) + ": " +
                                                      num(first[k][at]) + " then " + num(out[at]) +

@@ -32,7 +32,8 @@ struct shape_plan {
 inline std::vector<shape_plan> plan_shapes(problem const& p) {
   auto where = [&](std::string const& what) { return "problem '" + p.name + "' (host backend): " + what; };
   if (!p.backend.empty() && p.backend != "host")
-    throw error(where("it is for backend '" + p.backend + "'; use that backend's evaluator or set backend to \"host\""));
+    throw error(
+        where("it is for backend '" + p.backend + "'; use that backend's evaluator or set backend to \"host\""));
   if (p.reference_source.empty())
     throw error(where("reference_source is empty: the host backend needs a trusted C++ reference"));
   if (p.outputs.empty())

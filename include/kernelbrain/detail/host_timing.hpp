@@ -26,8 +26,8 @@ namespace kernelbrain::detail::host {
 class shape_timer {
  public:
   /// Everything passed in must outlive this object. `flush_bytes`: written before every timed call.
-  shape_timer(problem const& p, host_options const& opt, std::vector<shape_plan> const& shapes,
-              reference_oracle& ref, host_worker& cand, std::uint64_t flush_bytes)
+  shape_timer(problem const& p, host_options const& opt, std::vector<shape_plan> const& shapes, reference_oracle& ref,
+              host_worker& cand, std::uint64_t flush_bytes)
       : prob_(p), opt_(opt), shapes_(shapes), ref_(ref), cand_(cand), flush_bytes_(flush_bytes) {}
 
   /// Times `a` (and `b`, interleaved, when given) at shape `s` as rung `r` asks, on inputs drawn from

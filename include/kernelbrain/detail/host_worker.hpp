@@ -128,7 +128,8 @@ class host_worker {
     const auto r = proc_.call(static_cast<std::uint32_t>(type), body, silence, after_send);
     if (wall_seconds) *wall_seconds = r.seconds;
     auto v = worker_verdict(
-        r, what, reply_reading<host_protocol::reply>{&host_protocol::decode_reply, &host_protocol::reply::kernel_seconds},
+        r, what,
+        reply_reading<host_protocol::reply>{&host_protocol::decode_reply, &host_protocol::reply::kernel_seconds},
         [this, &what](host_protocol::reply const& rep) { return judge_reply(prob_, rep, what); }, spent_, out);
     if (!v) recycle();
     return v;

@@ -4,7 +4,6 @@
 // messages share. Each reader keeps its own words: this file decides nothing about a message.
 // Bodies: impl/json_reader.ipp. For bodies only: it brings in Boost.JSON's parser.
 #pragma once
-#include "kernelbrain/config.hpp"
 #include <algorithm>
 #include <boost/json/basic_parser_impl.hpp>
 #include <boost/json/value.hpp>
@@ -18,6 +17,7 @@
 #include <string_view>
 #include <system_error>
 #include <vector>
+#include "kernelbrain/config.hpp"
 
 namespace kernelbrain::detail::json_reader {
 

@@ -133,6 +133,7 @@ inline void* watch_peer(void* arg) noexcept {
   sigfillset(&all);
   ::pthread_sigmask(SIG_SETMASK, &all, &old);
   pthread_t t{};
+  // NOLINTNEXTLINE(performance-no-int-to-ptr): the fd travels as the thread's void* argument
   const int rc = ::pthread_create(&t, &at, &impl::watch_peer, reinterpret_cast<void*>(static_cast<std::intptr_t>(fd)));
   ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
   ::pthread_attr_destroy(&at);

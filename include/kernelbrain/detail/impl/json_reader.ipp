@@ -20,9 +20,7 @@ std::optional<json::value> document_parser::parse(std::string_view text) {
   return parser_.handler().st.release();
 }
 
-std::size_t document_parser::trailing(std::string_view text) const {
-  return text.find_first_not_of(" \t\r\n", stop_);
-}
+std::size_t document_parser::trailing(std::string_view text) const { return text.find_first_not_of(" \t\r\n", stop_); }
 
 json::value const* find(json::object const& o, std::string_view key) {
   return o.if_contains(json::string_view(key.data(), key.size()));
@@ -110,7 +108,8 @@ std::string unknown_field(json::object const& o, std::initializer_list<std::stri
           guess = std::string(n);
         }
     }
-    std::string out = "unknown field '";  // built with += : GCC 12 -O3 warns falsely (-Wrestrict) on "'" + std::string&&
+    std::string out =
+        "unknown field '";  // built with += : GCC 12 -O3 warns falsely (-Wrestrict) on "'" + std::string&&
     out += show ? show(k) : std::string(k);
     out += '\'';
     if (!guess.empty()) out += " (did you mean '" + guess + "'?)";

@@ -89,6 +89,7 @@ inline int spawn(std::vector<std::string> const& argv, std::vector<std::pair<int
   ::posix_spawnattr_setpgroup(&at, 0);
   ::posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP);
   std::vector<char*> args;
+  args.reserve(argv.size() + 1);
   for (auto const& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
   pid_t pid = -1;
@@ -500,7 +501,7 @@ bool is_executable_file(std::string const& path) {
 }
 
 std::string find_named_executable(named_executable const& n, std::string const& option_value) {
-  auto refuse = [&n](std::string what, std::string_view hint) {
+  auto refuse = [&n](std::string const& what, std::string_view hint) {
     return error(std::string(n.backend) + ": " + what + " is not an executable file" +
                  (hint.empty() ? "" : ": " + std::string(hint)));
   };
