@@ -5,6 +5,7 @@
 #           KB_BUDGET shortens each of the three searches to fit this session's device time.
 #   PART=2: ctest -L gpu in the build part 1 made (GPU tests, references against float64, the
 #           side-by-side agreement check).
+#   PART=3: build, then what PART=2 does (one call, on a fresh machine).
 # Logs go to $OUT/issue9-logs.tar.gz; the last lines printed are a short table.
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
@@ -21,6 +22,12 @@ case "${PART:-1}" in
     echo "== run-main.sh rc $rc, $(( $(date +%s) - t0 )) s =="
     grep -E "^kernelbrain tune|stop reason|evaluations|  speedup|best candidate|^journal:|rejected|sanitizer|error" "$LOGS/run-main.log" | head -60
     ;;
+  3)
+    # The final commit (after clang-tidy's fixes): build as setup.sh does, then ctest -L gpu.
+    cmake -S . -B build/release -G Ninja -DCMAKE_BUILD_TYPE=Release > "$LOGS/configure.log" 2>&1
+    cmake --build build/release -j "$(nproc)" > "$LOGS/build.log" 2>&1 || { tail -30 "$LOGS/build.log"; exit 1; }
+    echo "built in $(( $(date +%s) - t0 )) s"
+    ;&
   2)
     timeout ${KB_TIMEOUT:-560} ctest --test-dir build/release -L gpu --output-on-failure > "$LOGS/ctest-gpu.log" 2>&1
     rc=$?
