@@ -40,6 +40,11 @@ case "${1:-}" in
     build=${2:?usage: tools/lint.sh tidy <build-dir with compile_commands.json>}
     [ -f "$build/compile_commands.json" ] || { echo "lint: no $build/compile_commands.json" >&2; exit 2; }
     mapfile -t units < <(tidy_units | while read -r f; do grep -q "\"file\": \"$ROOT/$f\"" "$build/compile_commands.json" && echo "$f"; done)
+    # A unit this build did not compile (no CUDA toolkit: tools/; CLI turned off: apps/) is named and
+    # skipped; none at all means the database is not this tree's, and that is a failure, not a pass.
+    mapfile -t skipped < <(tidy_units | while read -r f; do grep -q "\"file\": \"$ROOT/$f\"" "$build/compile_commands.json" || echo "$f"; done)
+    ((${#skipped[@]})) && echo "lint: not in this build, not linted: ${skipped[*]}"
+    ((${#units[@]})) || { echo "lint: none of the translation units is in $build/compile_commands.json" >&2; exit 2; }
     echo "lint: clang-tidy over ${#units[@]} translation units"
     status=0
     printf '%s\n' "${units[@]}" | xargs -P "$(nproc)" -I{} sh -c \
