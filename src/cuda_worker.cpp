@@ -7,6 +7,9 @@
 //                                      resources are read from the cubin), exit 1 on failure
 //   --sanitize REQUEST                 run one candidate plan once (for compute-sanitizer, which
 //                                      starts this mode): inputs from the host, no trusted kernels
+//   --profile-once REQUEST             run one candidate plan for Nsight Compute (which starts this
+//                                      mode with --profile-from-start off): fresh inputs, warm-up
+//                                      runs, then the profiled runs between cuProfilerStart/Stop
 //   --exec [LIMITS] -- PROGRAM ARGS    run PROGRAM (compute-sanitizer) so that it and everything it
 //                                      starts die with the search (detail/process_supervision.hpp)
 //   --version                          NVRTC version, driver version, device name and L2 size
@@ -75,6 +78,9 @@ struct driver_api {
 #undef KB_MEMBER
   std::string missing;  ///< why the driver is unusable; empty once loaded
   bool loaded = false;
+  /// cuProfilerStart / cuProfilerStop (cudaProfiler.h), for --profile-once only: looked up, not required.
+  CUresult (*profiler_start)() = nullptr;
+  CUresult (*profiler_stop)() = nullptr;
 
   bool load() {
     if (loaded) return true;
@@ -100,6 +106,13 @@ struct driver_api {
 #define KB_LOAD(f) one(#f, reinterpret_cast<void**>(&f));  // NOLINT(bugprone-macro-parentheses): f names a member
     KB_DRIVER_FUNCTIONS(KB_LOAD)
 #undef KB_LOAD
+    CUdriverProcAddressQueryResult st{};
+    if (gpa("cuProfilerStart", reinterpret_cast<void**>(&profiler_start), CUDA_VERSION, CU_GET_PROC_ADDRESS_DEFAULT,
+            &st) != CUDA_SUCCESS)
+      profiler_start = nullptr;
+    if (gpa("cuProfilerStop", reinterpret_cast<void**>(&profiler_stop), CUDA_VERSION, CU_GET_PROC_ADDRESS_DEFAULT,
+            &st) != CUDA_SUCCESS)
+      profiler_stop = nullptr;
     loaded = missing.empty();
     return loaded;
   }
@@ -560,6 +573,25 @@ class cuda_worker {
     return cp::encode(rep);
   }
 
+  /// --profile-once: the candidate plan of `q` at its shape on fresh inputs, q.warmup times untimed,
+  /// then q.samples times between cuProfilerStart and cuProfilerStop (a profiler started with
+  /// --profile-from-start off sees those launches only: not the inputs' generation or the poison).
+  void profile(cp::run_request const& q) {
+    if (!cu.profiler_start || !cu.profiler_stop)
+      throw request_failure{cp::status::bad_request, "the driver has no cuProfilerStart / cuProfilerStop"};
+    keep_only(q);
+    prepare(q);
+    fill(q, q.seed);
+    poison(out_, q, false);
+    for (int i = 0; i < std::max(0, q.warmup); ++i) run_plan(q.cand, q, out_, "the candidate (warm-up)");
+    sync("the warm-up");
+    if (const CUresult r = cu.profiler_start(); r != CUDA_SUCCESS)
+      throw request_failure{cp::status::bad_request, "cuProfilerStart: " + err_text(r)};
+    for (int i = 0; i < std::max(1, q.samples); ++i) run_plan(q.cand, q, out_, "the candidate (profiled)");
+    sync("the profiled runs");
+    cu.profiler_stop();
+  }
+
  private:
   /// Synchronises; a sticky error ends the process, another error fails the request.
   void sync(std::string const& what) {
@@ -990,6 +1022,31 @@ int sanitize_mode(char const* request_path) {
   return 0;
 }
 
+// ---- --profile-once: one candidate plan for Nsight Compute ----------------------------------------------
+
+/// Runs cuda_worker::profile on the request in `request_path`. Prints "kernelbrain-profile: ok" on
+/// success, "kernelbrain-profile: failed: ..." (exit 1) when the plan could not run.
+int profile_mode(char const* request_path) {
+  die_with_parent();
+  cp::run_request q;
+  try {
+    q = cp::decode_run(read_text(request_path));
+  } catch (wire_error const& e) {
+    std::printf("kernelbrain-profile: bad request file %s: %s\n", request_path, e.what());
+    return 2;
+  }
+  try {
+    cuda_worker w;
+    w.profile(q);
+  } catch (request_failure const& f) {
+    std::printf("kernelbrain-profile: failed: %s\n", f.message.c_str());
+    return 1;
+  }
+  std::printf("kernelbrain-profile: ok\n");
+  std::fflush(stdout);
+  return 0;
+}
+
 int version_mode() {
   int major = 0, minor = 0;
   nvrtcVersion(&major, &minor);
@@ -1018,6 +1075,7 @@ int main(int argc, char** argv) {
   if (argc >= 2 && std::string_view(argv[1]) == "--compile") return compile_mode(argc, argv);
   if (argc >= 2 && std::string_view(argv[1]) == "--version") return version_mode();
   if (argc >= 3 && std::string_view(argv[1]) == "--sanitize") return sanitize_mode(argv[2]);
+  if (argc >= 3 && std::string_view(argv[1]) == "--profile-once") return profile_mode(argv[2]);
   if (argc >= 2 && std::string_view(argv[1]) == "--exec")
     return kernelbrain::detail::supervision::exec_main(argc, argv, 2, "kernelbrain-cuda-worker");
   if (argc >= 3 && std::string_view(argv[1]) == "--serve" && std::string_view(argv[2]) == cp::role) {
@@ -1033,6 +1091,7 @@ int main(int argc, char** argv) {
       stderr,
       "kernelbrain-cuda-worker: runs CUDA candidates for KernelBrain's CUDA evaluator, which starts it.\n"
       "  usage: kernelbrain-cuda-worker --serve cuda | --compile SRC OUT.cubin [OPTS...] | --sanitize REQUEST\n"
+      "         | --profile-once REQUEST\n"
       "         | --exec [--as=BYTES] [--cpu=SECONDS] [--fsize=BYTES] -- PROGRAM ARGS... | --version\n");
   return 2;
 }

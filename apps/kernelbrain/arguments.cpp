@@ -82,35 +82,80 @@ std::uint64_t parse_count(std::string_view text, std::string_view example) {
   return v;
 }
 
-budget parse_budget(std::string_view text) {
+namespace {
+
+/// One limit of --budget ("120s", "500evals", "2Mtokens", "$5") added to `b`.
+void parse_one_limit(std::string_view whole, std::string_view text, budget& b) {
+  constexpr char const* units =
+      "s, m or h (device time), evals (evaluations), tokens (LLM tokens; k and M allowed: 2Mtokens) or a cost "
+      "written $5";
+  const bool cost = text.starts_with('$');
+  if (cost) text.remove_prefix(1);
   const auto unit_at = text.find_first_not_of("0123456789.");
   const auto number = text.substr(0, unit_at);
-  const auto unit = unit_at == std::string_view::npos ? std::string_view{} : text.substr(unit_at);
+  auto unit = unit_at == std::string_view::npos ? std::string_view{} : text.substr(unit_at);
   if (number.empty())
-    throw usage_error(fmt::format("'{}' does not start with a number: use e.g. --budget 120s, 2m or 500evals", text));
-  if (unit.empty())
-    throw usage_error(
-        fmt::format("'{0}' has no unit: write {0}s (device seconds), {0}m (minutes) or {0}evals (evaluations)", text));
-  budget b;
+    throw usage_error(fmt::format("'{}' does not start with a number: use e.g. --budget 120s, 2m or 500evals", whole));
+  if (unit.empty() && !cost)
+    throw usage_error(fmt::format(
+        "'{0}' has no unit: write {0}s (device seconds), {0}m (minutes), {0}evals (evaluations), {0}tokens or ${0}",
+        text));
   if (unit == "evals") {
+    if (b.evaluations != 0) throw usage_error(fmt::format("'{}' gives an evaluation limit twice", whole));
     b.evaluations = parse_count(number, "--budget 500evals");
-    if (b.evaluations == 0) throw usage_error(fmt::format("'{}' allows no evaluation: give at least 1evals", text));
-    return b;
+    if (b.evaluations == 0) throw usage_error(fmt::format("'{}' allows no evaluation: give at least 1evals", whole));
+    return;
   }
   double value = 0;
   const auto r = std::from_chars(number.data(), number.data() + number.size(), value);
   if (r.ec != std::errc{} || r.ptr != number.data() + number.size() || !std::isfinite(value))
-    throw usage_error(fmt::format("'{}': '{}' is not a number: use e.g. --budget 120s", text, number));
+    throw usage_error(fmt::format("'{}': '{}' is not a number: use e.g. --budget 120s", whole, number));
+  if (!(value > 0)) throw usage_error(fmt::format("'{}' is zero: give a positive amount", whole));
+  if (cost) {
+    if (!unit.empty()) throw usage_error(fmt::format("'{}': a cost is written $5 (no unit after it)", whole));
+    if (b.llm_cost != 0) throw usage_error(fmt::format("'{}' gives a cost limit twice", whole));
+    b.llm_cost = value;
+    return;
+  }
+  if (unit.ends_with("tokens")) {
+    const auto scale = unit.substr(0, unit.size() - 6);
+    double mult = 1;
+    if (scale == "k")
+      mult = 1e3;
+    else if (scale == "M")
+      mult = 1e6;
+    else if (!scale.empty())
+      throw usage_error(fmt::format("'{}': unknown unit '{}': use tokens, ktokens or Mtokens", whole, unit));
+    if (b.llm_tokens != 0) throw usage_error(fmt::format("'{}' gives a token limit twice", whole));
+    b.llm_tokens = static_cast<std::uint64_t>(std::ceil(value * mult));
+    return;
+  }
+  double seconds = 0;
   if (unit == "s")
-    b.device_seconds = value;
+    seconds = value;
   else if (unit == "m")
-    b.device_seconds = value * 60;
+    seconds = value * 60;
   else if (unit == "h")
-    b.device_seconds = value * 3600;
+    seconds = value * 3600;
   else
-    throw usage_error(
-        fmt::format("'{}': unknown unit '{}': use s, m or h (device time) or evals (evaluations)", text, unit));
-  if (!(b.device_seconds > 0)) throw usage_error(fmt::format("'{}' is zero: give a positive amount", text));
+    throw usage_error(fmt::format("'{}': unknown unit '{}': use {}", whole, unit, units));
+  if (b.device_seconds != 0) throw usage_error(fmt::format("'{}' gives a device-time limit twice", whole));
+  b.device_seconds = seconds;
+}
+
+}  // namespace
+
+budget parse_budget(std::string_view text) {
+  budget b;
+  if (text.empty())
+    throw usage_error("'' does not start with a number: use e.g. --budget 120s, 2m or 500evals");
+  for (std::size_t at = 0; at <= text.size();) {
+    const auto comma = std::min(text.find(',', at), text.size());
+    const auto part = text.substr(at, comma - at);
+    if (part.empty()) throw usage_error(fmt::format("'{}': an empty limit between commas", text));
+    parse_one_limit(text, part, b);
+    at = comma + 1;
+  }
   return b;
 }
 
@@ -163,7 +208,9 @@ tune_arguments::tune_arguments(CLI::App& cmd) : cmd_(&cmd) {
       ->check(checked_by(parse_strategy));
   cmd.add_option("--budget", budget_,
                  "how much to spend: 120s, 2m or 1h of (simulated) device time,\n"
-                 "or 500evals (evaluations of a candidate at a fidelity rung)")
+                 "500evals (evaluations of a candidate at a fidelity rung), 2Mtokens (LLM\n"
+                 "tokens), $5 (LLM cost, in the unit of --llm-price); several at once,\n"
+                 "comma-separated (10m,1Mtokens): the first one spent stops the search")
       ->required()
       ->type_name("AMOUNT")
       ->check(checked_by(parse_budget));
@@ -200,6 +247,7 @@ tune_arguments::tune_arguments(CLI::App& cmd) : cmd_(&cmd) {
   cmd.add_option("--slow-eval-ms", slow_eval_ms_, "sleep this long before each measurement (tests)")
       ->group("")
       ->check(checked_by([](std::string const& t) { return parse_count(t, "--slow-eval-ms 20"); }));
+  model_ = std::make_unique<model_arguments>(cmd);
 }
 
 tune_options tune_arguments::finish() const {
@@ -222,6 +270,7 @@ tune_options tune_arguments::finish() const {
   o.slow_eval_ms = static_cast<unsigned>(std::min<std::uint64_t>(parse_count(slow_eval_ms_, "20"), 60000));
   if (!best_out_.empty()) o.best_out = std::filesystem::path(best_out_);
   if (!focus_.empty()) o.focus = parse_focus(focus_);
+  o.model = model_->finish();
   return o;
 }
 

@@ -9,10 +9,12 @@
 #include <filesystem>
 #include <kernelbrain/search.hpp>
 #include <kernelbrain/strategies/all.hpp>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
+#include "model_options.hpp"
 
 namespace CLI {  // NOLINT(readability-identifier-naming): CLI11's namespace
 class App;
@@ -23,10 +25,12 @@ namespace kernelbrain::cli {
 
 /// Exit codes (docs/cli.md): 0 done; 1 an internal error (a bug or the machine, not the command line);
 /// 2 every error the user can fix: bad arguments, an unknown strategy or backend, a bad budget, a journal
-/// that does not exist, already exists or records another run.
+/// that does not exist, already exists or records another run; 75 (EX_TEMPFAIL) the search is suspended,
+/// waiting for exchange answers: run the same command with --resume once they exist.
 inline constexpr int exit_ok = 0;
 inline constexpr int exit_internal = 1;
 inline constexpr int exit_usage = 2;
+inline constexpr int exit_suspended = 75;
 
 /// A mistake in the command line found after parsing (e.g. --focus on a problem without shapes);
 /// main prints it and exits with exit_usage, like every kernelbrain::error.
@@ -51,8 +55,9 @@ struct strategy_spec {
 /// A whole number (0 or more) that fits in 64 bits; `example` is a valid value for the message.
 [[nodiscard]] std::uint64_t parse_count(std::string_view text, std::string_view example);
 
-/// "120s", "2m", "1h": (simulated) device time; "500evals": evaluations. A bare number is refused:
-/// seconds and evaluations differ by orders of magnitude, so guessing would be a trap.
+/// "120s", "2m", "1h": (simulated) device time; "500evals": evaluations; "2Mtokens": LLM tokens; "$5": LLM
+/// cost. Several limits, comma-separated ("10m,500evals,$5"); each axis at most once. A bare number is
+/// refused: seconds and evaluations differ by orders of magnitude, so guessing would be a trap.
 [[nodiscard]] budget parse_budget(std::string_view text);
 
 /// A positive number of wall-clock seconds.
@@ -78,6 +83,7 @@ struct tune_options {
   unsigned slow_eval_ms = 0;     ///< test hook (--slow-eval-ms, hidden), see tune.cpp's slowed_evaluator
   std::optional<std::filesystem::path> best_out;
   std::vector<std::string> focus;  ///< benchmark shapes to tune for (empty: all)
+  model_options model;             ///< the LLM, if any (--model, --exchange, --recorded-answers, ...)
 };
 
 /// Adds tune's positional argument and options to `cmd`; once CLI11 has parsed the command line,
@@ -95,6 +101,7 @@ class tune_arguments {
   std::string seed_ = "1", slow_eval_ms_ = "0";
   bool resume_ = false;
   CLI::App* cmd_;
+  std::unique_ptr<model_arguments> model_;  ///< made last: its options take the defaults set first
   CLI::Option* progress_option_ = nullptr;
   CLI::Option* no_progress_option_ = nullptr;
 };

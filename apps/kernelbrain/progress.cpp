@@ -11,6 +11,17 @@ namespace kernelbrain::cli {
 
 void progress_line::on_event(event const& e, search_view const& v) {
   if (e.kind == event_kind::rejected) ++rejected_by_stage_[std::string(to_string(e.result.where))];
+  if (e.kind == event_kind::model_reply) {
+    ++model_.replies;
+    model_.estimated = model_.estimated || e.note.find("(tokens estimated)") != std::string::npos;
+    // "purpose: status/parse_status[ (tokens estimated)]"
+    auto outcome = e.note.substr(e.note.rfind(": ") + 2);
+    outcome = outcome.substr(0, outcome.find(' '));
+    if (outcome == "ok/ok" || outcome == "cut/ok")
+      ++model_.usable;
+    else
+      ++model_.unusable[outcome];
+  }
   if (!draw_) return;
   const auto now = std::chrono::steady_clock::now();
   if (drawn_ && now - last_ < std::chrono::milliseconds(100) && e.kind != event_kind::stopped) return;
@@ -63,6 +74,16 @@ void print_summary(run_description const& run, search_result const& r, progress_
   row("device seconds", fixed(r.used.device_seconds, 3));
   row("wall seconds", fixed(r.used.wall_seconds, 1));
   if (!run.backend_note.empty()) row("backend", run.backend_note);
+  if (!run.model.empty()) {
+    auto const& m = progress.model();
+    row("model", run.model);
+    std::string unusable;
+    for (auto const& [why, n] : m.unusable) unusable += fmt::format("{}{} {}", unusable.empty() ? "" : ", ", why, n);
+    row("model replies", fmt::format("{} ({} usable{})", m.replies, m.usable,
+                                     unusable.empty() ? std::string() : ", unusable: " + unusable));
+    row("model tokens", fmt::format("{}{}", r.used.llm_tokens, m.estimated ? " (estimated: no usage reported)" : ""));
+    if (r.used.llm_cost > 0) row("model cost", fmt::format("{:.4f}", r.used.llm_cost));
+  }
   if (r.best && r.best_score) {
     auto const& c = r.best->cand;
     row("best candidate", c.id.str());

@@ -15,6 +15,14 @@
 
 namespace kernelbrain::cli {
 
+/// What the model's replies came to, from model_reply events ("purpose: status/parse_status").
+struct model_tally {
+  std::size_t replies = 0;
+  std::size_t usable = 0;                       ///< parsed into a candidate
+  std::map<std::string, std::size_t> unusable;  ///< by call or parse status
+  bool estimated = false;                       ///< some token counts are estimates
+};
+
 /// The progress line on stderr, redrawn in place at most ten times a second, and the per-stage
 /// reject counts for the summary (a resumed run replays every event, so these cover the whole run).
 class progress_line final : public observer {
@@ -24,6 +32,7 @@ class progress_line final : public observer {
   void on_event(event const& e, search_view const& v) override;
   /// Ends the line so that what follows starts on a fresh one.
   void finish();
+  [[nodiscard]] model_tally const& model() const noexcept { return model_; }
   [[nodiscard]] std::map<std::string, std::size_t> const& rejected_by_stage() const noexcept {
     return rejected_by_stage_;
   }
@@ -36,6 +45,7 @@ class progress_line final : public observer {
   std::size_t last_width_ = 0;
   std::chrono::steady_clock::time_point last_{};
   std::map<std::string, std::size_t> rejected_by_stage_;
+  model_tally model_;
 };
 
 /// What the summary's head says about the run.
@@ -46,6 +56,7 @@ struct run_description {
   std::uint64_t seed = 0;
   std::string budget_text;
   std::string backend_note;  ///< one line from the backend (e.g. CUDA compiles and worker starts); may be empty
+  std::string model;         ///< what answers prompts (empty: no model)
 };
 
 /// The end-of-run summary table on stdout.

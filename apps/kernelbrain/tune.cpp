@@ -249,10 +249,33 @@ int run_tune(tune_options const& o) {
   slowed_evaluator slowed(*backend_ev, std::chrono::milliseconds(o.slow_eval_ms));
   evaluator& ev = o.slow_eval_ms > 0 ? static_cast<evaluator&>(slowed) : *backend_ev;
 
-  any_policies pol = registry().make(o.strategy.name, prob, o.strategy.options);
+  // The model, if any: what the journal being resumed recorded answers first, so nothing is asked twice.
+  std::string model_text;
+  std::shared_ptr<model_setup const> model;
+  if (o.model.any()) {
+    if (o.model.exchange && !o.model.exchange_wait && !o.journal)
+      throw usage_error(
+          "--exchange stops the search to wait for answers: give --journal FILE so that --resume can continue it "
+          "(or --exchange-wait SECONDS to wait instead)");
+    if (backend == "synthetic")
+      throw usage_error("a model writes kernel sources; the synthetic backend's candidates have none");
+    std::vector<model_exchange> resumed;
+    if (o.resume && o.journal && std::filesystem::exists(*o.journal))
+      for (auto const& je : read_journal(*o.journal).exchanges) resumed.push_back(je.x);
+    model = make_model(o.model, resumed, model_text);
+    if (backend == "host")
+      fmt::print(stderr,
+                 "\n*** WARNING: host candidates written by a model run natively on this machine, in worker processes\n"
+                 "*** whose only fences are a static source policy and resource limits: the host backend has no\n"
+                 "*** kernel-enforced sandbox yet. Run this only where a hostile program could do no harm.\n\n");
+  }
+  any_policies pol = model ? builtin_strategies(model).make(o.strategy.name, prob, o.strategy.options)
+                           : registry().make(o.strategy.name, prob, o.strategy.options);
   const auto rungs = pol.ladder.rungs();
   const std::vector<rung> ladder(rungs.begin(), rungs.end());
-  const run_header header{problem_name, o.strategy.canonical(), o.seed, ev.fingerprint(), ladder_digest(ladder)};
+  // A run with a model is another search than the same strategy without one: the header says so.
+  const std::string strategy_text = o.strategy.canonical() + (model ? "+model" : "");
+  const run_header header{problem_name, strategy_text, o.seed, ev.fingerprint(), ladder_digest(ladder)};
 
   std::optional<jsonl_journal> journal;
   search_options so;
@@ -290,13 +313,19 @@ int run_tune(tune_options const& o) {
   run_description run;
   run.problem_name = problem_name;
   run.backend = backend;
-  run.strategy = o.strategy.canonical();
+  run.strategy = strategy_text;
+  run.model = model_text;
   run.seed = o.seed;
   run.budget_text = o.budget_text;
   run.backend_note = backend_note(backend_ev.get());
   print_summary(run, r, progress, ladder, journal ? &*journal : nullptr);
   print_shapes(prob, r);
   if (o.best_out) write_best(*o.best_out, prob, shape_best);
+  if (r.suspended) {
+    fmt::print(stderr, "\nsuspended: {}\nanswer the prompts, then run the same command with --resume{}\n",
+               r.stop_reason, o.journal ? "" : " (and --journal FILE: without a journal nothing is kept)");
+    return exit_suspended;
+  }
   return exit_ok;
 }
 

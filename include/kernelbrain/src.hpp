@@ -10,8 +10,10 @@
 #include <boost/json/src.hpp>
 #include "kernelbrain/detail/impl/json_reader.ipp"
 #include "kernelbrain/evaluate/impl/cubin.ipp"
+#include "kernelbrain/evaluate/impl/diagnosis.ipp"
 #include "kernelbrain/evaluate/impl/ptxas_report.ipp"
 #include "kernelbrain/evaluate/impl/source_policy.ipp"
+#include "kernelbrain/generate/llm/impl/http_client.ipp"
 #include "kernelbrain/io/impl/journal.ipp"
 #include "kernelbrain/io/impl/problem_loader.ipp"
 #if defined(__linux__)  // process-isolated backends: posix_spawn, memfd_create, /proc

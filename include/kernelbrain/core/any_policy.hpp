@@ -100,6 +100,7 @@ class basic_any {
 struct generator_axis {
   struct interface : erased_policy {
     virtual std::vector<candidate> propose(search_view const& v, proposal_request const& r) = 0;
+    virtual std::vector<model_exchange> take_exchanges() = 0;
   };
   template <class T>
   struct model final : erased_holder<interface, T> {
@@ -107,6 +108,7 @@ struct generator_axis {
     std::vector<candidate> propose(search_view const& v, proposal_request const& r) override {
       return this->value.propose(v, r);
     }
+    std::vector<model_exchange> take_exchanges() override { return take_exchanges_if_able(this->value); }
   };
   template <class T>
   static constexpr bool models = generator<T>;
@@ -209,6 +211,8 @@ class any_generator : public detail::basic_any<detail::generator_axis> {
  public:
   using basic_any::basic_any;
   std::vector<candidate> propose(search_view const& v, proposal_request const& r) { return self_->propose(v, r); }
+  /// The optional hook, always present here (empty for a generator without it).
+  std::vector<model_exchange> take_exchanges() { return self_->take_exchanges(); }
 };
 
 /// Any gate, chosen at run time.

@@ -9,6 +9,7 @@
 #include "kernelbrain/core/evaluator.hpp"
 #include "kernelbrain/core/event.hpp"
 #include "kernelbrain/core/measurement.hpp"
+#include "kernelbrain/core/model_exchange.hpp"
 #include "kernelbrain/core/rung.hpp"
 #include "kernelbrain/core/score.hpp"
 #include "kernelbrain/core/search_view.hpp"
@@ -59,6 +60,14 @@ concept observing = requires(P& p, event const& e) {
   p.observe(e);
 };
 
+/// Optional hook: a generator that talks to a model hands over its exchanges (prompt, reply, tokens,
+/// cost) after each propose(); the engine charges their tokens and cost to the budget, emits a
+/// model_reply event for each and journals them.
+template <class P>
+concept reporting_exchanges = requires(P& p) {
+  { p.take_exchanges() } -> std::same_as<std::vector<model_exchange>>;
+};
+
 /// One static_assert per requirement, with the signature spelled out. Used by policies<...>, the
 /// any_* wrappers and search(). Each returns true whatever the outcome, so that a caller's own
 /// `static_assert(check_x<T>())` adds no second, bare "static assertion failed" to the message.
@@ -103,6 +112,14 @@ constexpr bool check_scheduler() {
 template <class P>
 void reseed_if_able(P& p, std::uint64_t seed) {
   if constexpr (reseedable<P>) p.reseed(seed);
+}
+/// p.take_exchanges() when P has the hook; nothing otherwise.
+template <class P>
+std::vector<model_exchange> take_exchanges_if_able(P& p) {
+  if constexpr (reporting_exchanges<P>)
+    return p.take_exchanges();
+  else
+    return {};
 }
 /// Calls p.observe(e) when P has the hook; nothing otherwise.
 template <class P>

@@ -37,6 +37,7 @@ struct search_result {
   std::optional<score> best_score;
   std::size_t best_rung = 0;
   std::string stop_reason;
+  bool suspended = false;  ///< stopped by the generator until something outside happens (see search_suspended)
   budget_usage used;
   search_counters counters;
   std::size_t candidates = 0;
@@ -179,6 +180,7 @@ search_result search(problem const& prob, Policies pol, evaluator& ev, search_op
     r.best_rung = v.best_rung();
   }
   r.stop_reason = eng.stop_reason();
+  r.suspended = eng.suspended();
   r.used = eng.meter().usage();
   r.counters = v.counters();
   r.candidates = v.size();

@@ -178,6 +178,8 @@ class engine {
   }
 
   [[nodiscard]] bool stopped() const noexcept { return stopped_; }
+  /// The search stopped because the generator suspended it (search_suspended): --resume continues it.
+  [[nodiscard]] bool suspended() const noexcept { return suspended_; }
   [[nodiscard]] std::string const& stop_reason() const noexcept { return stop_reason_; }
   [[nodiscard]] std::uint64_t last_seq() const noexcept { return seq_; }
 
@@ -238,6 +240,10 @@ class engine {
     std::vector<candidate> proposals;
     try {
       proposals = pol_.generator.propose(view(), req);
+    } catch (search_suspended const& ex) {
+      suspended_ = !stopped_;
+      (void)finish(ex.what());
+      return false;
     } catch (std::exception const& ex) {
       ++history_.counters().generation_failures;
       note_event(event_kind::generation_failed, candidate_id{}, 0, verdict{}, std::nullopt, ex.what());
@@ -257,8 +263,30 @@ class engine {
         note_event(event_kind::duplicate, id, 0, verdict{}, std::nullopt, std::move(origin));
       }
     }
+    record_exchanges();
     fruitless_ = added > 0 ? 0 : fruitless_ + 1;
     return added > 0;
+  }
+
+  /// Charges the model's tokens and cost, and notes and journals each exchange (after its candidates
+  /// were proposed, so that the event names a candidate the journal already holds).
+  void record_exchanges() {
+    std::vector<model_exchange> xs;
+    try {
+      xs = take_exchanges_if_able(pol_.generator);
+    } catch (std::exception const& ex) {
+      note_event(event_kind::generation_failed, candidate_id{}, 0, verdict{}, std::nullopt, ex.what());
+      return;
+    }
+    for (auto const& x : xs) {
+      meter_.charge_llm(x.input_tokens + x.output_tokens, x.cost);
+      std::string note = x.purpose + ": " + x.status;
+      if (!x.parse_status.empty()) note += "/" + x.parse_status;
+      if (x.estimated) note += " (tokens estimated)";
+      note_event(event_kind::model_reply, x.candidate.value_or(candidate_id{}), 0, verdict{}, std::nullopt,
+                 std::move(note));
+      if (journal_ && seq_ > resume_seq_) journal_->write_exchange(x, seq_);
+    }
   }
 
   step dispatch(evaluate_request const& r) {
@@ -342,6 +370,7 @@ class engine {
   std::size_t fruitless_ = 0;
   std::vector<std::size_t> proposed_;  ///< history indices proposed since take_proposed()
   bool stopped_ = false;
+  bool suspended_ = false;
   bool stop_announced_ = false;
   std::string stop_reason_;
 };

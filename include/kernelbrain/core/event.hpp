@@ -20,6 +20,7 @@ enum class event_kind {
   measured,           ///< a passing measurement was scored (score set)
   new_best,           ///< the incumbent changed (score set)
   generation_failed,  ///< the generator threw or returned nothing usable (note says why)
+  model_reply,        ///< a model answered a prompt (id: the candidate it became, or zero; note: purpose and outcome)
   stopped,            ///< the search ended (note says why)
 };
 
@@ -41,6 +42,8 @@ enum class event_kind {
       return "new_best";
     case event_kind::generation_failed:
       return "generation_failed";
+    case event_kind::model_reply:
+      return "model_reply";
     case event_kind::stopped:
       return "stopped";
   }

@@ -7,6 +7,7 @@
 #include <unordered_map>
 #include "kernelbrain/core/evaluation.hpp"
 #include "kernelbrain/core/event.hpp"
+#include "kernelbrain/core/model_exchange.hpp"
 #include "kernelbrain/core/search_view.hpp"
 
 namespace kernelbrain {
@@ -42,6 +43,9 @@ class journal_sink {
   virtual void write_event(event const&, search_view const&) = 0;
   /// The baseline the run scores against, once, before any event.
   virtual void write_baseline(baseline const&) {}
+  /// A model exchange (main thread), written with the seq of its model_reply event: a resumed run
+  /// does not write it again (the same rule as events).
+  virtual void write_exchange(model_exchange const&, std::uint64_t /*seq*/) {}
 };
 
 /// Off-hot-path hooks for progress displays and reporters (virtual by design, taskflow-style).

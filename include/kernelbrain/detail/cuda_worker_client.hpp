@@ -34,6 +34,7 @@ struct worker_report {
   std::string nvrtc_version;
   std::string device_text;  ///< the device's name and the driver's version
   std::uint64_t l2_bytes = 0;
+  int sm_count = 0;  ///< multiprocessors of device 0; 0 without a device
 };
 
 /// Asks `worker_exe` (in a child: no CUDA context here). Throws kernelbrain::error when it fails.
@@ -48,6 +49,7 @@ inline worker_report probe_worker(std::string const& worker_exe) {
     if (line.rfind("device ", 0) == 0) r.device_text = line.substr(7);
     if (line.rfind("driver ", 0) == 0) r.device_text += "; driver " + line.substr(7);
     if (line.rfind("l2 ", 0) == 0) r.l2_bytes = std::strtoull(line.c_str() + 3, nullptr, 10);
+    if (line.rfind("sms ", 0) == 0) r.sm_count = static_cast<int>(std::strtol(line.c_str() + 4, nullptr, 10));
   }
   return r;
 }

@@ -7,6 +7,7 @@
 //   baseline the reference timings the run scores against (a resumed run reuses them)
 //   outcome  a finished evaluation in full (written by the evaluation plane as soon as it finishes)
 //   event    a search event by seq; a `proposed` event carries the candidate's content
+//   exchange a model's prompt and reply (model_exchange) with the seq of its model_reply event
 //   resume   a resumed run starts here; events with seq > after_seq written before it are superseded
 // Numbers are exact: doubles are written in shortest round-trip form and read back bit for bit;
 // non-finite doubles are written as the strings "inf", "-inf" and "nan".
@@ -28,6 +29,7 @@
 #include "kernelbrain/core/event.hpp"
 #include "kernelbrain/core/hash.hpp"
 #include "kernelbrain/core/journal_sink.hpp"
+#include "kernelbrain/core/model_exchange.hpp"
 #include "kernelbrain/core/rung.hpp"
 #include "kernelbrain/core/score.hpp"
 
@@ -59,6 +61,12 @@ struct journal_event {
   std::optional<candidate> cand;
 };
 
+/// A model exchange as the journal holds it, with the seq of its model_reply event.
+struct journal_exchange {
+  std::uint64_t seq = 0;
+  model_exchange x;
+};
+
 /// Everything a journal holds, for resume, reports and tests.
 struct journal_contents {
   run_header header;
@@ -68,6 +76,7 @@ struct journal_contents {
   std::string date;                          ///< when the header was written (UTC, ISO 8601)
   std::vector<evaluation_outcome> outcomes;  ///< every outcome line, in the order written
   std::vector<journal_event> events;         ///< the run's events in seq order, superseded ones dropped
+  std::vector<journal_exchange> exchanges;   ///< model prompts and replies in seq order, superseded ones dropped
   std::uint64_t last_seq = 0;                ///< highest seq among `events`
   std::size_t segments = 0;                  ///< 1 for a run never resumed; +1 per resume
   std::size_t lines = 0;                     ///< complete lines read
@@ -117,6 +126,7 @@ class jsonl_journal final : public journal_sink {
   KERNELBRAIN_DECL void write_outcome(evaluation_outcome const& o) override;
   KERNELBRAIN_DECL void write_event(event const& e, search_view const& v) override;
   KERNELBRAIN_DECL void write_baseline(baseline const& b) override;
+  KERNELBRAIN_DECL void write_exchange(model_exchange const& x, std::uint64_t seq) override;
 
   [[nodiscard]] std::filesystem::path const& path() const noexcept { return path_; }
   /// For journal_mode::resume: the state to pass as search_options::resume (nullopt after create).

@@ -3,6 +3,7 @@
 #include "kernelbrain/core/any_policy.hpp"
 #include "kernelbrain/core/registry.hpp"
 #include "kernelbrain/defaults/default_policies.hpp"
+#include "kernelbrain/generate/llm/llm_generator.hpp"
 #include "kernelbrain/strategies/exhaustive.hpp"
 #include "kernelbrain/strategies/hyperband.hpp"
 #include "kernelbrain/strategies/null_policies.hpp"
@@ -11,25 +12,70 @@
 
 namespace kernelbrain {
 
+/// The model a search may use: the client, and how the generator asks it.
+struct model_setup {
+  std::shared_ptr<llm::model_client> client;
+  llm::llm_generator_options options;
+  llm::prompt_templates templates = llm::prompt_templates::defaults();
+};
+
+namespace detail {
+/// The default family's generator: the expert catalogue alone, or with a model, templates and model side
+/// by side (llm::hybrid_generator).
+inline any_policies with_model(default_policies_t pol, std::shared_ptr<model_setup const> const& model) {
+  if (!model) return erase(std::move(pol));
+  return erase(std::move(pol).with_generator(
+      llm::hybrid_generator(expert_generator{}, llm::llm_generator(model->client, model->options, model->templates))));
+}
+inline std::shared_ptr<model_setup const> const& need_model(std::shared_ptr<model_setup const> const& model,
+                                                            std::string const& strategy) {
+  if (!model)
+    throw error("strategy '" + strategy +
+                "' needs a model: give one (--model with --llm-url, --exchange DIR, or --recorded-answers JOURNAL)");
+  return model;
+}
+}  // namespace detail
+
 /// A registry holding every strategy that ships. Each entry names the option table it reads (declared
 /// next to the strategy's options struct); the registry lists those options in the description,
-/// refuses any other, and documents them in help(name).
-[[nodiscard]] inline strategy_registry builtin_strategies() {
+/// refuses any other, and documents them in help(name). With a model, the default family's generator
+/// writes kernels with it too (llm::hybrid_generator) and the model-only strategies can run; without
+/// one, those refuse to start and say what to give.
+[[nodiscard]] inline strategy_registry builtin_strategies(std::shared_ptr<model_setup const> model = nullptr) {
   strategy_registry r;
   // The default family shares the coarse-to-fine scheduler's options, so the ablations differ in one axis only.
   r.add("default",
-        "the paper's composition: expert generator, policy gate, smoke/screen/confirm ladder, speedup scorer, "
-        "coarse-to-fine scheduler",
-        coarse_to_fine_options::describe(),
-        [](problem const& p, coarse_to_fine_options const& c) { return default_policies(p, c); });
+        "the paper's composition: expert generator (with a model: and LLM-written kernels guided by hints and "
+        "profiler diagnoses), policy gate, smoke/screen/confirm ladder, speedup scorer, coarse-to-fine scheduler",
+        coarse_to_fine_options::describe(), [model](problem const& p, coarse_to_fine_options const& c) {
+          return detail::with_model(default_policies(p, c), model);
+        });
   r.add("default-no-gate", "ablation: the default with a gate that admits everything",
-        coarse_to_fine_options::describe(), [](problem const& p, coarse_to_fine_options const& c) {
-          return default_policies(p, c).with_gate(pass_all_gate{});
+        coarse_to_fine_options::describe(), [model](problem const& p, coarse_to_fine_options const& c) {
+          auto pol = detail::with_model(default_policies(p, c), model);
+          pol.gate = pass_all_gate{};
+          return pol;
         });
   r.add("default-one-rung", "ablation: the default with one rung of every shape instead of the ladder",
         option_table(coarse_to_fine_options::describe(), one_rung_options::describe()),
-        [](problem const& p, coarse_to_fine_options const& c, one_rung_options const& l) {
-          return default_policies(p, c).with_ladder(one_rung_ladder::all_shapes(p, l));
+        [model](problem const& p, coarse_to_fine_options const& c, one_rung_options const& l) {
+          auto pol = detail::with_model(default_policies(p, c), model);
+          pol.ladder = one_rung_ladder::all_shapes(p, l);
+          return pol;
+        });
+  r.add("llm-only", "ablation: the default with the model as the only generator (hints and diagnoses, no templates)",
+        coarse_to_fine_options::describe(), [model](problem const& p, coarse_to_fine_options const& c) {
+          auto const& m = detail::need_model(model, "llm-only");
+          return default_policies(p, c).with_generator(llm::llm_generator(m->client, m->options, m->templates));
+        });
+  r.add("blind-llm",
+        "ablation: the model alone and blind: no hints, no profiler, no measurements or failures fed back (the "
+        "paper's blind mutation), same gate, ladder and scheduler",
+        coarse_to_fine_options::describe(), [model](problem const& p, coarse_to_fine_options const& c) {
+          auto const& m = detail::need_model(model, "blind-llm");
+          auto o = m->options;
+          o.blind = true;
+          return default_policies(p, c).with_generator(llm::llm_generator(m->client, o, m->templates));
         });
   r.add("random", "(mu+lambda) random evolution at the confirm rung only", evolution_options::describe(),
         [](problem const& p, evolution_options const& e) { return random_evolution_policies(p, e); });

@@ -8,7 +8,9 @@
 #include <charconv>
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <unordered_map>
@@ -20,6 +22,7 @@
 #include "kernelbrain/detail/ab_ratios.hpp"
 #include "kernelbrain/detail/cuda_build.hpp"
 #include "kernelbrain/detail/cuda_compile_cache.hpp"
+#include "kernelbrain/detail/cuda_profiler.hpp"
 #include "kernelbrain/detail/cuda_protocol.hpp"
 #include "kernelbrain/detail/cuda_sanitizer_gate.hpp"
 #include "kernelbrain/detail/cuda_shapes.hpp"
@@ -28,6 +31,7 @@
 #include "kernelbrain/detail/worker_process.hpp"
 #include "kernelbrain/evaluate/cubin.hpp"
 #include "kernelbrain/evaluate/cuda.hpp"
+#include "kernelbrain/evaluate/diagnosis.hpp"
 #include "kernelbrain/evaluate/launch_plan.hpp"
 
 namespace kernelbrain {
@@ -125,6 +129,11 @@ struct cuda_evaluator::state {
   double spent = 0;                                               ///< device seconds not yet taken
   detail::cuda::cuda_worker_client worker;
   detail::cuda::sanitizer_gate sanitizer;
+  detail::cuda::ncu_profiler profiler;
+  sm_resources sm;  ///< the problem arch's SM, for the static occupancy
+  int sm_count = 0;  ///< the device's multiprocessors (0: no device seen)
+  /// Profiles by (candidate id, shape): a candidate is profiled once per shape, whatever it is measured against.
+  std::map<std::pair<std::uint64_t, std::size_t>, detail::cuda::profile_outcome> profiles;
   std::string fingerprint;
   mutable std::mutex mu;                 ///< builds, worker, spent: the evaluation thread's state
   detail::cuda::compile_cache compiler;  ///< last: its compile threads stop before anything they use goes away
@@ -135,6 +144,7 @@ struct cuda_evaluator::state {
         worker_exe(find_cuda_worker(opt.worker_path)),
         worker(worker_exe, prob, shapes, ref_plans, opt.run_timeout, &spent),
         sanitizer(prob, opt, worker_exe, &spent),
+        profiler(worker_exe, opt.profile_timeout, &spent),
         compiler(worker_exe, opt.compile_timeout) {}
 
   void setup() {
@@ -183,10 +193,15 @@ struct cuda_evaluator::state {
       }
     }
     sanitizer.use(opt.sanitize ? detail::cuda::find_sanitizer(opt) : std::string{}, cache);
+    profiler.use(opt.profile ? detail::cuda::find_ncu(opt.ncu_path)
+                             : detail::cuda::ncu_location{{}, "ncu: profiling is off (cuda_options::profile)"},
+                 cache);
+    sm = sm_resources_for_arch(arch != prob.options.end() ? std::string_view(arch->second) : default_arch);
+    sm_count = device.sm_count;
     fingerprint = "cuda/v2; nvrtc " + device.nvrtc_version + "; options: " + compiler.options_text() +
                   "; device: " + device.device_text + "; gate: adversarial " + (opt.adversarial_inputs ? "on" : "off") +
                   ", checked timed calls " + std::to_string(opt.checked_timed_calls) + ", sanitizer " +
-                  (sanitizer.tool().empty() ? "off" : "on");
+                  (sanitizer.tool().empty() ? "off" : "on") + "; profiler: " + (profiler.tool().empty() ? "off" : "ncu");
   }
 
   detail::cuda::built const& build(candidate const& c) {
@@ -231,6 +246,47 @@ struct cuda_evaluator::state {
 
   verdict check_shape(detail::cuda::built const& b, std::size_t s, int trials, std::uint64_t seed) {
     return worker.check(s, b.plans[s], trials, seed, opt.adversarial_inputs && s == shapes.adversarial);
+  }
+
+  /// The diagnosis of a passing measurement `m` of `c` at a rung with rung::profile: the static one at
+  /// the rung's largest shape (the most tensor bytes), with ncu's profile of one run there when the
+  /// profiler works (once per candidate and shape), else with why it does not.
+  void diagnose(candidate const& c, detail::cuda::built const& b, rung const& r, std::uint64_t seed, measurement& m) {
+    if (r.shapes.empty()) return;
+    auto bytes_of = [&](std::size_t sh) {
+      std::uint64_t n = 0;
+      for (auto const& t : shapes.at[sh].inputs) n += t.count * (t.dtype ? 2 : 4);
+      for (auto const& t : shapes.at[sh].outputs) n += t.count * (t.dtype ? 2 : 4);
+      return n;
+    };
+    std::size_t sh = r.shapes.front();
+    for (auto x : r.shapes)
+      if (bytes_of(x) >= bytes_of(sh)) sh = x;
+    auto const* t = m.timing_for(sh);
+    const auto roof = roofline_at(prob.shapes[sh], prob.machine, t ? t->stats.median : 0.0);
+    // The main launch: the one with the most threads.
+    std::optional<launch_facts> main;
+    for (auto const& l : b.plans[sh].launches) {
+      launch_facts f;
+      f.kernel = l.kernel;
+      f.registers = l.registers;
+      f.threads_per_block = l.block[0] * l.block[1] * l.block[2];
+      f.blocks = l.grid[0] * l.grid[1] * l.grid[2];
+      f.shared_bytes = std::max<std::int64_t>(l.static_smem, 0) + l.smem;
+      if (!main || f.threads_per_block * f.blocks > main->threads_per_block * main->blocks) main = std::move(f);
+    }
+    const auto statics = diagnose_static(b.res, sm, roof, main, sm_count > 0 ? sm_count : sm.sm_count);
+    const auto key = std::make_pair(c.id.value, sh);
+    auto it = profiles.find(key);
+    if (it == profiles.end()) {
+      auto q = worker.request_for(sh, b.plans[sh], derive_seed(seed, "cuda-profile", sh));
+      q.warmup = 1;
+      q.samples = 1;
+      it = profiles.emplace(key, profiler.profile(q)).first;
+    }
+    auto const& p = it->second;
+    if (p.why_not.empty()) m.profile = p.metrics;
+    m.diagnosis = render(kernelbrain::diagnose(statics, p.metrics, roof, p.why_not));
   }
 
   /// Written before every timed sample: cuda_options::flush_bytes, else twice the device's L2.
@@ -307,6 +363,7 @@ measurement cuda_evaluator::measure(candidate const& c, rung const& r, measure_r
   }
   m.res = b.res;
   if (req.incumbent) m.vs_incumbent = ratios.against(req.incumbent->id.str());
+  if (r.profile) s.diagnose(c, b, r, req.seed, m);
   return m;
 }
 
@@ -353,5 +410,13 @@ std::size_t cuda_evaluator::sanitizer_runs() const {
   return s_->sanitizer.runs();
 }
 std::string const& cuda_evaluator::sanitizer() const { return s_->sanitizer.tool(); }
+std::string cuda_evaluator::profiler() const {
+  std::lock_guard lk(s_->mu);
+  return s_->profiler.why_not().empty() ? s_->profiler.tool() : std::string{};
+}
+std::size_t cuda_evaluator::profiler_runs() const {
+  std::lock_guard lk(s_->mu);
+  return s_->profiler.runs();
+}
 
 }  // namespace kernelbrain

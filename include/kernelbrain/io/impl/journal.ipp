@@ -199,6 +199,36 @@ inline std::string event_line(event const& e, candidate const* cand) {
   return json::serialize(o);
 }
 
+inline std::string exchange_line(model_exchange const& x, std::uint64_t seq) {
+  json::object o;
+  o["type"] = "exchange";
+  o["seq"] = seq;
+  o["key"] = text(x.key);
+  o["occurrence"] = static_cast<std::uint64_t>(x.occurrence);
+  o["purpose"] = text(x.purpose);
+  o["system"] = text(x.system);
+  o["user"] = text(x.user);
+  o["reply"] = text(x.reply);
+  o["status"] = text(x.status);
+  o["input_tokens"] = x.input_tokens;
+  o["output_tokens"] = x.output_tokens;
+  o["estimated"] = x.estimated;
+  o["cost"] = number(x.cost);
+  o["latency_seconds"] = number(x.latency_seconds);
+  o["attempts"] = static_cast<std::uint64_t>(x.attempts);
+  o["model"] = text(x.model);
+  o["finish_reason"] = text(x.finish_reason);
+  o["error"] = text(x.error);
+  o["parse_status"] = text(x.parse_status);
+  json::array repairs;
+  for (auto const& r : x.repairs) repairs.push_back(text(r));
+  o["repairs"] = std::move(repairs);
+  o["parse_message"] = text(x.parse_message);
+  o["candidate"] = x.candidate ? text(x.candidate->str()) : json::value(nullptr);
+  o["parent"] = x.parent ? text(x.parent->str()) : json::value(nullptr);
+  return json::serialize(o);
+}
+
 // ---- reading -------------------------------------------------------------------------------------
 
 inline json::value const& field(json::object const& o, std::string_view key) {
@@ -329,7 +359,8 @@ inline evaluation_outcome outcome_from(json::object const& o) {
 inline event_kind kind_from(std::string const& name) {
   for (auto k :
        {event_kind::proposed, event_kind::duplicate, event_kind::dispatched, event_kind::promoted, event_kind::rejected,
-        event_kind::measured, event_kind::new_best, event_kind::generation_failed, event_kind::stopped})
+        event_kind::measured, event_kind::new_best, event_kind::generation_failed, event_kind::model_reply,
+        event_kind::stopped})
     if (to_string(k) == name) return k;
   throw bad_line("unknown event kind '" + name + "'");
 }
@@ -363,6 +394,34 @@ inline journal_event event_from(json::object const& o) {
   return je;
 }
 
+inline journal_exchange exchange_from(json::object const& o) {
+  journal_exchange je;
+  je.seq = get_uint(o, "seq");
+  auto& x = je.x;
+  x.key = get_string(o, "key");
+  x.occurrence = static_cast<std::size_t>(get_uint(o, "occurrence"));
+  x.purpose = get_string(o, "purpose");
+  x.system = get_string(o, "system");
+  x.user = get_string(o, "user");
+  x.reply = get_string(o, "reply");
+  x.status = get_string(o, "status");
+  x.input_tokens = get_uint(o, "input_tokens");
+  x.output_tokens = get_uint(o, "output_tokens");
+  x.estimated = get_bool(o, "estimated");
+  x.cost = get_double(o, "cost");
+  x.latency_seconds = get_double(o, "latency_seconds");
+  x.attempts = static_cast<unsigned>(get_uint(o, "attempts"));
+  x.model = get_string(o, "model");
+  x.finish_reason = get_string(o, "finish_reason");
+  x.error = get_string(o, "error");
+  x.parse_status = get_string(o, "parse_status");
+  for (auto const& r : as_array(field(o, "repairs"), "repairs")) x.repairs.push_back(as_string(r, "repairs"));
+  x.parse_message = get_string(o, "parse_message");
+  if (auto const& c = field(o, "candidate"); !c.is_null()) x.candidate = as_id(c, "candidate");
+  if (auto const& p = field(o, "parent"); !p.is_null()) x.parent = as_id(p, "parent");
+  return je;
+}
+
 /// Applies one parsed line to what has been read so far.
 inline void apply_line(journal_contents& c, json::value const& v) {
   if (!v.is_object()) throw bad_line("not a JSON object");
@@ -391,6 +450,7 @@ inline void apply_line(journal_contents& c, json::value const& v) {
     const auto after = get_uint(o, "after_seq");
     c.limits = budget_from(field(o, "budget"));
     std::erase_if(c.events, [after](journal_event const& je) { return je.e.seq > after; });
+    std::erase_if(c.exchanges, [after](journal_exchange const& je) { return je.seq > after; });
     ++c.segments;
   } else if (type == "baseline") {
     // The first one is what the run scored against; a resumed run never writes another.
@@ -403,8 +463,10 @@ inline void apply_line(journal_contents& c, json::value const& v) {
       throw bad_line("event seq " + std::to_string(je.e.seq) + " does not follow seq " +
                      std::to_string(c.events.back().e.seq) + ": two runs wrote to this journal at once?");
     c.events.push_back(std::move(je));
+  } else if (type == "exchange") {
+    c.exchanges.push_back(exchange_from(o));
   }
-  // Other types are from a newer minor version (e.g. LLM calls): nothing a resume needs.
+  // Other types are from a newer minor version: nothing a resume needs.
 }
 
 inline std::string quoted(std::filesystem::path const& p) {
@@ -590,6 +652,12 @@ void jsonl_journal::write_event(event const& e, search_view const& v) {
   if (e.kind == event_kind::proposed)
     if (auto const* rec = v.find(e.id)) cand = &rec->cand;
   append_line(detail::journal_json::event_line(e, cand));
+  throw_if_failed();
+}
+
+void jsonl_journal::write_exchange(model_exchange const& x, std::uint64_t seq) {
+  throw_if_failed();
+  append_line(detail::journal_json::exchange_line(x, seq));
   throw_if_failed();
 }
 

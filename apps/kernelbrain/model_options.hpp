@@ -1,0 +1,61 @@
+// kernelbrain tune: the model options (--model, --llm-*, --exchange, --recorded-answers, --prompt-templates)
+// and the model they configure: an HTTP endpoint, an exchange folder, or recorded answers, wrapped in a
+// journal's recorded answers when a run resumes (nothing answered before is asked again).
+#pragma once
+#include <filesystem>
+#include <kernelbrain/strategies/all.hpp>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+
+namespace CLI {  // NOLINT(readability-identifier-naming): CLI11's namespace
+class App;
+}  // namespace CLI
+
+namespace kernelbrain::cli {
+
+/// What the model options said, checked.
+struct model_options {
+  std::string model;           ///< --model: the endpoint's model name
+  std::string url;             ///< --llm-url (or KERNELBRAIN_LLM_URL)
+  std::string api;             ///< --llm-api openai|anthropic ("" = from the URL)
+  std::string key_env;         ///< --llm-key-env: the variable holding the key
+  double temperature = 0.7;    ///< --llm-temperature
+  std::size_t max_tokens = 16384;
+  std::size_t concurrency = 4;
+  double timeout_seconds = 600;
+  unsigned retries = 4;
+  double price_in_per_million = 0;  ///< --llm-price IN,OUT (per million tokens)
+  double price_out_per_million = 0;
+  std::string ca_file;
+  std::optional<std::filesystem::path> exchange;  ///< --exchange DIR
+  std::optional<double> exchange_wait;            ///< --exchange-wait [SECONDS]: wait instead of suspending (0 = for ever)
+  std::optional<std::filesystem::path> recorded;  ///< --recorded-answers JOURNAL
+  std::optional<std::filesystem::path> templates;  ///< --prompt-templates DIR
+
+  [[nodiscard]] bool any() const noexcept { return !model.empty() || exchange || recorded; }
+};
+
+/// Adds the model options to `cmd`; `finish` converts what was given (usage_error on a bad combination).
+class model_arguments {
+ public:
+  explicit model_arguments(CLI::App& cmd);
+  model_arguments(model_arguments const&) = delete;
+  model_arguments& operator=(model_arguments const&) = delete;
+  [[nodiscard]] model_options finish() const;
+
+ private:
+  std::string model_, url_, api_, key_env_, temperature_ = "0.7", max_tokens_ = "16384", concurrency_ = "4",
+      timeout_ = "600", retries_ = "4", price_, ca_file_, exchange_, exchange_wait_, recorded_, templates_;
+  bool exchange_wait_given_ = false;
+};
+
+/// The model a search uses (null when none was configured). `resumed` holds the exchanges of the journal
+/// being resumed: they answer first. Runs the client's start-up check (a wrong key, host or model is an
+/// error here, before any device time). `describe` receives one line saying what answers.
+[[nodiscard]] std::shared_ptr<model_setup const> make_model(model_options const& o,
+                                                            std::span<model_exchange const> resumed,
+                                                            std::string& describe);
+
+}  // namespace kernelbrain::cli

@@ -1,0 +1,127 @@
+// The HTTP model client: OpenAI-compatible chat completions (POST {base_url}/chat/completions) and
+// Anthropic messages (POST {base_url}/messages), over http:// and, where KernelBrain was built with
+// OpenSSL, https://. Retries with seeded, jittered exponential backoff and Retry-After; bounded
+// replies; per-attempt timeouts; HTTP proxies (absolute-form for http://, CONNECT tunnels for
+// https://) with NO_PROXY. The guide is docs/llm-clients.md.
+//
+// This header needs only the standard library. The bodies (Boost.Beast, Asio, Boost.JSON and, with
+// KERNELBRAIN_HAVE_OPENSSL defined, asio::ssl on OpenSSL) are in impl/http_client.ipp: header-only
+// form, included at the end (compile Boost.JSON's source once, link OpenSSL's ssl and crypto where
+// the macro is defined); separately compiled, kernelbrain::runtime (see kernelbrain/config.hpp),
+// which defines KERNELBRAIN_HAVE_OPENSSL and links OpenSSL where CMake found it.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include "kernelbrain/config.hpp"
+#include "kernelbrain/generate/llm/model_client.hpp"
+
+namespace kernelbrain::llm {
+
+/// The wire format of the endpoint.
+enum class wire_format {
+  openai,     ///< POST {base_url}/chat/completions, Authorization: Bearer KEY
+  anthropic,  ///< POST {base_url}/messages, x-api-key: KEY, anthropic-version
+};
+
+[[nodiscard]] constexpr std::string_view to_string(wire_format f) noexcept {
+  return f == wire_format::anthropic ? "anthropic" : "openai";
+}
+
+/// "openai" or "anthropic" (any case); anything else throws kernelbrain::error naming both.
+[[nodiscard]] KERNELBRAIN_DECL wire_format parse_wire_format(std::string_view text);
+
+/// What make_http_client needs. Every field has a usable default but `model` (and `api_key` for a
+/// hosted endpoint); times are seconds.
+struct http_client_options {
+  wire_format format = wire_format::openai;
+  /// Scheme, host, optional port and path prefix: https://api.openai.com/v1,
+  /// http://127.0.0.1:8000/v1, https://api.anthropic.com/v1. Empty: the format's public endpoint
+  /// (those two). A URL that already ends in /chat/completions or /messages is used as it is.
+  std::string base_url;
+  std::string model;  ///< required: the model name the endpoint knows
+  /// The key's value. Empty: no key header is sent (local servers). Never logged, never in an error
+  /// text or describe(): any echo of it in a server's message is replaced by "[api key]".
+  std::string api_key;
+  /// Sampling temperature sent with every request. Negative (the default): each request's own
+  /// chat_request::temperature.
+  double temperature = -1;
+  /// A cap on each request's chat_request::max_tokens. 0 (the default): no cap.
+  std::size_t max_tokens = 0;
+  /// Requests in flight at once (complete_all's width; complete() from more threads waits). >= 1.
+  std::size_t concurrency = 4;
+  double connect_timeout_seconds = 10;  ///< resolve, connect, proxy CONNECT and TLS handshake, per attempt
+  double request_timeout_seconds = 600;  ///< per attempt, the whole exchange from connect to last byte
+  unsigned max_retries = 4;              ///< attempts after the first, on retryable faults only
+  double backoff_base_seconds = 1;  ///< retry k (from 0) waits uniform(0, min(max, base * 2^k)) ("full jitter")
+  double backoff_max_seconds = 30;
+  double retry_after_cap_seconds = 120;  ///< a server's Retry-After is honoured up to this
+  std::size_t max_reply_bytes = std::size_t{8} << 20;  ///< reply body limit (8 MiB); a larger one is not read
+  /// A PEM file of CA certificates trusted in addition to the system's default paths.
+  std::string ca_file;
+  /// Verify the server's certificate chain and host name (the default). false: any certificate is
+  /// accepted; describe() then says "TLS verification off".
+  bool verify_tls = true;
+  double price_per_input_token = 0;  ///< usage.cost = input * this + output * price_per_output_token
+  double price_per_output_token = 0;
+  /// An http:// proxy, "host:port" or "http://[user:password@]host:port", used for every request.
+  /// Empty (the default): from the environment (https targets: https_proxy, HTTPS_PROXY; http
+  /// targets: http_proxy, HTTP_PROXY), unless no_proxy / NO_PROXY names the host. "none": no proxy,
+  /// whatever the environment says.
+  std::string proxy;
+  std::uint64_t jitter_seed = 0;  ///< seeds the backoff jitter: equal seeds, equal waits for equal faults
+  std::string anthropic_version = "2023-06-01";  ///< the anthropic-version header
+};
+
+/// The client. Throws kernelbrain::error for options it cannot use (no model, a bad URL or proxy,
+/// https:// in a build without OpenSSL, an unreadable ca_file, ...); never with the key in the text.
+[[nodiscard]] KERNELBRAIN_DECL std::unique_ptr<model_client> make_http_client(http_client_options options);
+
+/// Whether this build of the client speaks TLS (https://): KernelBrain built with OpenSSL.
+[[nodiscard]] KERNELBRAIN_DECL bool http_client_has_tls() noexcept;
+
+/// The client's parts that tests reach; not an API.
+namespace http_detail {
+
+/// A parsed http:// or https:// URL.
+struct url {
+  std::string scheme;  ///< "http" or "https"
+  std::string userinfo;  ///< "user:password" before '@' (proxies only), else empty
+  std::string host;      ///< without brackets for IPv6
+  std::uint16_t port = 0;
+  std::string path;  ///< "" or "/..." without a trailing '/'
+  [[nodiscard]] KERNELBRAIN_DECL std::string authority() const;    ///< host:port, [v6]:port
+  [[nodiscard]] KERNELBRAIN_DECL std::string host_header() const;  ///< host, and :port if not the scheme's
+};
+
+/// Parses `text`; `what` names it in the message of the kernelbrain::error thrown for a bad one
+/// (which never repeats a password).
+[[nodiscard]] KERNELBRAIN_DECL url parse_url(std::string_view text, std::string_view what);
+
+/// Whether `host` is excluded from proxying by a NO_PROXY list: entries separated by commas or
+/// spaces; "*" matches every host; "example.com" and ".example.com" match the host and its
+/// subdomains; an IP address matches itself; a CIDR block (10.0.0.0/8, fd00::/8) its addresses; a
+/// ":port" on an entry is ignored. Case-insensitive.
+[[nodiscard]] KERNELBRAIN_DECL bool no_proxy_matches(std::string_view no_proxy, std::string_view host);
+
+using env_lookup = char const* (*)(char const*);
+
+/// The proxy to use for `target`: "" for none. `explicit_proxy` as http_client_options::proxy says
+/// (given: used; "none": none; empty: the environment's, NO_PROXY honoured); `env` reads the
+/// environment (std::getenv in the client).
+[[nodiscard]] KERNELBRAIN_DECL std::string proxy_for(url const& target, std::string_view explicit_proxy,
+                                                     env_lookup env);
+
+/// A Retry-After value in seconds from `now_unix`: delta-seconds or an HTTP-date
+/// ("Sun, 06 Nov 1994 08:49:37 GMT"); a date in the past is 0. nullopt for anything else.
+[[nodiscard]] KERNELBRAIN_DECL std::optional<double> parse_retry_after(std::string_view value, std::int64_t now_unix);
+
+}  // namespace http_detail
+}  // namespace kernelbrain::llm
+
+#if KERNELBRAIN_HEADER_ONLY
+#include "kernelbrain/generate/llm/impl/http_client.ipp"
+#endif

@@ -1,0 +1,1018 @@
+// Bodies of kernelbrain/generate/llm/http_client.hpp: the HTTP model client on Boost.Beast and Asio,
+// Boost.JSON for the bodies, and asio::ssl on OpenSSL where KERNELBRAIN_HAVE_OPENSSL is defined.
+// Included by its header (header-only form) or by kernelbrain/src.hpp (separate compilation): see
+// kernelbrain/config.hpp.
+//
+// Shape: each complete() takes one of `concurrency` slots, then makes attempts; each attempt has its
+// own io_context and connection (resolve, connect, proxy CONNECT, TLS handshake, write, read), every
+// asynchronous step run to completion or to its deadline on the calling thread (run_until below).
+// No state is shared between calls but the immutable options, the TLS context and the jitter RNG.
+#pragma once
+#include <boost/asio/connect.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/address.hpp>
+#include <boost/asio/ip/network_v4.hpp>
+#include <boost/asio/ip/network_v6.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http/empty_body.hpp>
+#include <boost/beast/http/error.hpp>
+#include <boost/beast/http/field.hpp>
+#include <boost/beast/http/message.hpp>
+#include <boost/beast/http/parser.hpp>
+#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/string_body.hpp>
+#include <boost/beast/http/write.hpp>
+#include <boost/json/parse.hpp>
+#include <boost/json/serialize.hpp>
+#include <boost/json/value.hpp>
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <cstdlib>
+#include <ctime>
+#include <exception>
+#include <filesystem>
+#include <limits>
+#include <mutex>
+#include <random>
+#include <thread>
+#include <utility>
+#include <vector>
+#include "kernelbrain/core/error.hpp"
+#include "kernelbrain/generate/llm/http_client.hpp"
+#include "kernelbrain/version.hpp"
+#if defined(KERNELBRAIN_HAVE_OPENSSL)
+#include <openssl/ssl.h>
+#include <openssl/x509_vfy.h>
+#include <openssl/x509v3.h>
+#include <boost/asio/ssl/context.hpp>
+#include <boost/asio/ssl/error.hpp>
+#include <boost/asio/ssl/stream.hpp>
+#endif
+
+namespace kernelbrain::llm {
+
+namespace http_detail {
+
+namespace net = boost::asio;
+namespace bhttp = boost::beast::http;
+namespace json = boost::json;
+using tcp = net::ip::tcp;
+using error_code = boost::system::error_code;
+using steady = std::chrono::steady_clock;
+
+inline std::string lower(std::string_view s) {
+  std::string out(s);
+  for (auto& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+inline std::string_view trim(std::string_view s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front())) != 0) s.remove_prefix(1);
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back())) != 0) s.remove_suffix(1);
+  return s;
+}
+
+inline bool has_control(std::string_view s) {
+  return std::any_of(s.begin(), s.end(), [](char c) {
+    const auto u = static_cast<unsigned char>(c);
+    return u < 0x20 || u == 0x7f;
+  });
+}
+
+inline bool is_ip_literal(std::string const& host) {
+  error_code ec;
+  (void)net::ip::make_address(host, ec);
+  return !ec;
+}
+
+/// `url` with a user:password part replaced, for messages.
+inline std::string without_password(std::string_view text) {
+  const auto scheme_end = text.find("://");
+  const std::size_t from = scheme_end == std::string_view::npos ? 0 : scheme_end + 3;
+  const auto authority_end = text.find_first_of("/?#", from);
+  const auto at = text.substr(0, authority_end).rfind('@');
+  if (at == std::string_view::npos || at < from) return std::string(text);
+  return std::string(text.substr(0, from)) + "***@" + std::string(text.substr(at + 1));
+}
+
+inline std::string percent_decode(std::string_view s) {
+  std::string out;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '%' && i + 2 < s.size()) {
+      unsigned v = 0;
+      const auto r = std::from_chars(s.data() + i + 1, s.data() + i + 3, v, 16);
+      if (r.ec == std::errc{} && r.ptr == s.data() + i + 3) {
+        out += static_cast<char>(v);
+        i += 2;
+        continue;
+      }
+    }
+    out += s[i];
+  }
+  return out;
+}
+
+inline std::string base64(std::string_view in) {
+  static constexpr char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  std::size_t i = 0;
+  for (; i + 2 < in.size(); i += 3) {
+    const unsigned v = (static_cast<unsigned char>(in[i]) << 16U) | (static_cast<unsigned char>(in[i + 1]) << 8U) |
+                       static_cast<unsigned char>(in[i + 2]);
+    out += alphabet[(v >> 18U) & 63U];
+    out += alphabet[(v >> 12U) & 63U];
+    out += alphabet[(v >> 6U) & 63U];
+    out += alphabet[v & 63U];
+  }
+  if (i + 1 == in.size()) {
+    const unsigned v = static_cast<unsigned char>(in[i]) << 16U;
+    out += alphabet[(v >> 18U) & 63U];
+    out += alphabet[(v >> 12U) & 63U];
+    out += "==";
+  } else if (i + 2 == in.size()) {
+    const unsigned v = (static_cast<unsigned char>(in[i]) << 16U) | (static_cast<unsigned char>(in[i + 1]) << 8U);
+    out += alphabet[(v >> 18U) & 63U];
+    out += alphabet[(v >> 12U) & 63U];
+    out += alphabet[(v >> 6U) & 63U];
+    out += '=';
+  }
+  return out;
+}
+
+KERNELBRAIN_DECL std::string url::authority() const {
+  return (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" + std::to_string(port);
+}
+
+KERNELBRAIN_DECL std::string url::host_header() const {
+  std::string h = host.find(':') != std::string::npos ? "[" + host + "]" : host;
+  const std::uint16_t default_port = scheme == "https" ? 443 : 80;
+  if (port != default_port) h += ":" + std::to_string(port);
+  return h;
+}
+
+KERNELBRAIN_DECL url parse_url(std::string_view text, std::string_view what) {
+  const auto fail = [&](std::string const& why) {
+    throw error(std::string(what) + " '" + without_password(text) + "': " + why);
+  };
+  text = trim(text);
+  url u;
+  const auto scheme_end = text.find("://");
+  if (scheme_end == std::string_view::npos) fail("expected http://host[:port][/path] or https://...");
+  u.scheme = lower(text.substr(0, scheme_end));
+  if (u.scheme != "http" && u.scheme != "https") fail("the scheme must be http or https");
+  std::string_view rest = text.substr(scheme_end + 3);
+  const auto authority_end = rest.find_first_of("/?#");
+  std::string_view authority = rest.substr(0, authority_end);
+  std::string_view path = authority_end == std::string_view::npos ? std::string_view{} : rest.substr(authority_end);
+  if (path.find_first_of("?#") != std::string_view::npos) fail("a query or fragment is not allowed");
+  if (has_control(text) || text.find(' ') != std::string_view::npos) fail("spaces or control characters");
+  if (const auto at = authority.rfind('@'); at != std::string_view::npos) {
+    u.userinfo = std::string(authority.substr(0, at));
+    authority.remove_prefix(at + 1);
+  }
+  std::string_view port_text;
+  if (!authority.empty() && authority.front() == '[') {
+    const auto close = authority.find(']');
+    if (close == std::string_view::npos) fail("an IPv6 address without its closing ']'");
+    u.host = std::string(authority.substr(1, close - 1));
+    const auto after = authority.substr(close + 1);
+    if (!after.empty()) {
+      if (after.front() != ':') fail("unexpected text after the IPv6 address");
+      port_text = after.substr(1);
+      if (port_text.empty()) fail("an empty port");
+    }
+  } else {
+    const auto colon = authority.rfind(':');
+    u.host = std::string(authority.substr(0, colon));
+    if (colon != std::string_view::npos) {
+      port_text = authority.substr(colon + 1);
+      if (port_text.empty()) fail("an empty port");
+    }
+  }
+  if (u.host.empty()) fail("no host");
+  u.host = lower(u.host);
+  if (port_text.empty()) {
+    u.port = u.scheme == "https" ? 443 : 80;
+  } else {
+    unsigned p = 0;
+    const auto r = std::from_chars(port_text.data(), port_text.data() + port_text.size(), p);
+    if (r.ec != std::errc{} || r.ptr != port_text.data() + port_text.size() || p == 0 || p > 65535)
+      fail("the port must be a number from 1 to 65535");
+    u.port = static_cast<std::uint16_t>(p);
+  }
+  while (!path.empty() && path.back() == '/') path.remove_suffix(1);
+  u.path = std::string(path);
+  return u;
+}
+
+inline bool in_cidr(std::string const& entry, std::string const& host) {
+  error_code ec;
+  const auto address = net::ip::make_address(host, ec);
+  if (ec) return false;
+  if (address.is_v4()) {
+    const auto network = net::ip::make_network_v4(entry, ec);
+    if (ec) return false;
+    const auto mask = network.netmask().to_uint();
+    return (address.to_v4().to_uint() & mask) == (network.address().to_uint() & mask);
+  }
+  const auto network = net::ip::make_network_v6(entry, ec);
+  if (ec) return false;
+  const auto a = address.to_v6().to_bytes();
+  const auto n = network.address().to_bytes();
+  const unsigned bits = network.prefix_length();
+  for (unsigned i = 0; i < 16; ++i) {
+    const unsigned take = bits > i * 8 ? std::min(8U, bits - i * 8) : 0U;
+    if (take == 0) break;
+    const auto mask = static_cast<unsigned char>(0xFFU << (8 - take));
+    if ((a[i] & mask) != (n[i] & mask)) return false;
+  }
+  return true;
+}
+
+KERNELBRAIN_DECL bool no_proxy_matches(std::string_view no_proxy, std::string_view host_in) {
+  std::string host = lower(trim(host_in));
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  while (!host.empty() && host.back() == '.') host.pop_back();
+  if (host.empty()) return false;
+  std::size_t i = 0;
+  while (i < no_proxy.size()) {
+    const auto end = no_proxy.find_first_of(", \t", i);
+    std::string e = lower(trim(no_proxy.substr(i, end == std::string_view::npos ? std::string_view::npos : end - i)));
+    i = end == std::string_view::npos ? no_proxy.size() : end + 1;
+    if (e.empty()) continue;
+    if (e == "*") return true;
+    if (e.find('/') != std::string::npos) {
+      if (in_cidr(e, host)) return true;
+      continue;
+    }
+    if (e.front() == '[') {
+      const auto close = e.find(']');
+      e = e.substr(1, close == std::string::npos ? std::string::npos : close - 1);
+    } else if (std::count(e.begin(), e.end(), ':') == 1) {
+      e = e.substr(0, e.find(':'));
+    }
+    if (e.rfind("*.", 0) == 0) e.erase(0, 1);
+    while (!e.empty() && e.back() == '.') e.pop_back();
+    if (e.empty()) continue;
+    const std::string bare = e.front() == '.' ? e.substr(1) : e;
+    if (bare.empty()) continue;
+    if (host == bare) return true;
+    if (host.size() > bare.size() && host.ends_with(bare) && host[host.size() - bare.size() - 1] == '.') return true;
+  }
+  return false;
+}
+
+KERNELBRAIN_DECL std::string proxy_for(url const& target, std::string_view explicit_proxy, env_lookup env) {
+  const auto get = [env](char const* name) -> std::string {
+    if (env == nullptr) return {};
+    char const* v = env(name);
+    return v != nullptr ? std::string(trim(v)) : std::string{};
+  };
+  std::string p(trim(explicit_proxy));
+  const std::string l = lower(p);
+  if (l == "none" || l == "direct") return {};
+  if (!p.empty()) return p;  // given in the options: used as it is
+  if (target.scheme == "https") {
+    p = get("https_proxy");
+    if (p.empty()) p = get("HTTPS_PROXY");
+  } else {
+    p = get("http_proxy");
+    if (p.empty()) p = get("HTTP_PROXY");
+  }
+  if (p.empty()) return {};
+  std::string no = get("no_proxy");
+  if (no.empty()) no = get("NO_PROXY");
+  if (no_proxy_matches(no, target.host)) return {};
+  return p;
+}
+
+inline int month_number(std::string_view m) {
+  static constexpr std::string_view names[] = {"jan", "feb", "mar", "apr", "may", "jun",
+                                               "jul", "aug", "sep", "oct", "nov", "dec"};
+  const std::string l = lower(m);
+  for (int i = 0; i < 12; ++i)
+    if (l == names[i]) return i + 1;
+  return 0;
+}
+
+inline bool parse_int(std::string_view s, int& out) {
+  const auto r = std::from_chars(s.data(), s.data() + s.size(), out);
+  return r.ec == std::errc{} && r.ptr == s.data() + s.size() && !s.empty();
+}
+
+KERNELBRAIN_DECL std::optional<double> parse_retry_after(std::string_view value, std::int64_t now_unix) {
+  value = trim(value);
+  if (value.empty()) return std::nullopt;
+  if (std::all_of(value.begin(), value.end(), [](char c) { return (c >= '0' && c <= '9') || c == '.'; })) {
+    double seconds = 0;
+    const auto r = std::from_chars(value.data(), value.data() + value.size(), seconds);
+    if (r.ec != std::errc{} || r.ptr != value.data() + value.size() || !std::isfinite(seconds)) return std::nullopt;
+    return seconds;
+  }
+  // HTTP-date: IMF-fixdate "Sun, 06 Nov 1994 08:49:37 GMT", RFC 850 "Sunday, 06-Nov-94 08:49:37 GMT",
+  // asctime "Sun Nov  6 08:49:37 1994".
+  std::vector<std::string_view> words;
+  for (std::size_t i = 0; i < value.size();) {
+    const auto end = value.find_first_of(" ,", i);
+    const auto w = value.substr(i, end == std::string_view::npos ? std::string_view::npos : end - i);
+    if (!w.empty()) words.push_back(w);
+    if (end == std::string_view::npos) break;
+    i = end + 1;
+  }
+  int day = 0;
+  int month = 0;
+  int year = 0;
+  std::string_view time;
+  if (words.size() == 6 && lower(words[5]) == "gmt") {  // IMF-fixdate
+    if (!parse_int(words[1], day) || !parse_int(words[3], year)) return std::nullopt;
+    month = month_number(words[2]);
+    time = words[4];
+  } else if (words.size() == 4 && lower(words[3]) == "gmt") {  // RFC 850
+    const auto d = words[1];
+    const auto a = d.find('-');
+    const auto b = d.rfind('-');
+    if (a == std::string_view::npos || b == a) return std::nullopt;
+    if (!parse_int(d.substr(0, a), day) || !parse_int(d.substr(b + 1), year)) return std::nullopt;
+    month = month_number(d.substr(a + 1, b - a - 1));
+    if (year < 100) year += year < 70 ? 2000 : 1900;
+    time = words[2];
+  } else if (words.size() == 5) {  // asctime
+    month = month_number(words[1]);
+    if (!parse_int(words[2], day) || !parse_int(words[4], year)) return std::nullopt;
+    time = words[3];
+  } else {
+    return std::nullopt;
+  }
+  int hh = 0;
+  int mm = 0;
+  int ss = 0;
+  if (time.size() != 8 || time[2] != ':' || time[5] != ':' || !parse_int(time.substr(0, 2), hh) ||
+      !parse_int(time.substr(3, 2), mm) || !parse_int(time.substr(6, 2), ss))
+    return std::nullopt;
+  if (month == 0 || day < 1 || day > 31 || hh > 23 || mm > 59 || ss > 60) return std::nullopt;
+  const std::chrono::year_month_day ymd{std::chrono::year{year}, std::chrono::month{static_cast<unsigned>(month)},
+                                        std::chrono::day{static_cast<unsigned>(day)}};
+  if (!ymd.ok()) return std::nullopt;
+  const std::int64_t days = std::chrono::sys_days{ymd}.time_since_epoch().count();
+  const std::int64_t when = days * 86400 + hh * 3600 + mm * 60 + ss;
+  return static_cast<double>(std::max<std::int64_t>(0, when - now_unix));
+}
+
+// ---- pieces of an exchange -----------------------------------------------------------------------
+
+inline json::value text(std::string_view s) { return json::value(json::string_view(s.data(), s.size())); }
+
+inline steady::duration to_duration(double seconds) {
+  const double s = std::clamp(seconds, 0.0, 1e7);
+  return std::chrono::duration_cast<steady::duration>(std::chrono::duration<double>(s));
+}
+
+inline std::string seconds_text(double s) {
+  char buf[32];
+  const auto r = std::to_chars(buf, buf + sizeof buf, s);
+  return std::string(buf, r.ptr) + " s";
+}
+
+/// A short, printable, bounded excerpt of a server's message: the JSON error message where there is
+/// one (OpenAI, Anthropic, vLLM, FastAPI shapes), else the start of the body.
+inline std::string excerpt(std::string_view body, std::size_t limit = 300) {
+  std::string msg;
+  error_code ec;
+  const json::value v = json::parse(json::string_view(body.data(), body.size()), ec);
+  if (!ec) {
+    if (auto const* o = v.if_object()) {
+      auto const* e = o->if_contains("error");
+      if (e != nullptr && e->is_object()) e = e->as_object().if_contains("message");
+      if (e == nullptr || !e->is_string()) e = o->if_contains("message");
+      if (e == nullptr || !e->is_string()) e = o->if_contains("detail");
+      if (e != nullptr && e->is_string()) msg = std::string(e->as_string().data(), e->as_string().size());
+    }
+  }
+  if (msg.empty()) msg = std::string(body.substr(0, limit * 2));
+  std::string out;
+  bool space = false;
+  for (char c : msg) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u < 0x20 || u == 0x7f || c == ' ') {
+      space = !out.empty();
+      continue;
+    }
+    if (space) out += ' ';
+    space = false;
+    out += c;
+    if (out.size() >= limit) break;
+  }
+  if (out.size() >= limit) {
+    while (!out.empty() && (static_cast<unsigned char>(out.back()) & 0xC0U) == 0x80U) out.pop_back();  // UTF-8
+    if (!out.empty() && static_cast<unsigned char>(out.back()) >= 0xC0U) out.pop_back();
+    out += "...";
+  }
+  return out;
+}
+
+inline std::optional<std::uint64_t> count_of(json::object const& o, std::string_view key) {
+  auto const* v = o.if_contains(json::string_view(key.data(), key.size()));
+  if (v == nullptr) return std::nullopt;
+  if (v->is_uint64()) return v->get_uint64();
+  if (v->is_int64() && v->get_int64() >= 0) return static_cast<std::uint64_t>(v->get_int64());
+  if (v->is_double() && v->get_double() >= 0 && v->get_double() < 1e18)
+    return static_cast<std::uint64_t>(v->get_double());
+  return std::nullopt;
+}
+
+inline std::string string_of(json::value const* v) {
+  if (v == nullptr || !v->is_string()) return {};
+  return std::string(v->get_string().data(), v->get_string().size());
+}
+
+/// Where an asynchronous operation puts its result.
+struct done {
+  std::optional<error_code>* out;
+  void operator()(error_code ec) const { *out = ec; }
+};
+
+/// Runs the operation that `initiate` starts (it is given a `done` to call with the operation's error)
+/// on `ioc` until it completes or `deadline` passes. At the deadline `cancel` closes what the operation
+/// waits on, the operation is drained, and the result is net::error::timed_out.
+template <class Initiate, class Cancel>
+error_code run_until(net::io_context& ioc, steady::time_point deadline, Initiate&& initiate, Cancel&& cancel) {
+  std::optional<error_code> result;
+  std::forward<Initiate>(initiate)(done{&result});
+  ioc.restart();
+  while (!result) {
+    if (ioc.run_one_until(deadline) != 0) continue;
+    if (result) break;
+    if (steady::now() < deadline) return net::error::operation_aborted;  // out of work: not expected
+    std::forward<Cancel>(cancel)();
+    ioc.restart();
+    while (!result && ioc.run_one() != 0) {
+    }
+    return net::error::timed_out;
+  }
+  return *result;
+}
+
+inline void close_socket(tcp::socket& s) {
+  error_code ec;
+  s.close(ec);
+}
+
+inline std::string lower_message(error_code const& ec) {
+  std::string m = ec.message();
+  if (!m.empty() && m.size() > 1 && std::isupper(static_cast<unsigned char>(m[0])) != 0 &&
+      std::islower(static_cast<unsigned char>(m[1])) != 0)
+    m[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(m[0])));
+  return m;
+}
+
+/// One attempt's outcome: the reply (ok, cut or failed) and whether a failure may be retried.
+struct attempt_result {
+  chat_reply reply;
+  bool retry = false;
+  std::optional<double> retry_after;
+};
+
+inline attempt_result fault(std::string why, bool retry) {
+  attempt_result r;
+  r.reply.status = call_status::failed;
+  r.reply.error = std::move(why);
+  r.retry = retry;
+  return r;
+}
+
+// ---- the client ----------------------------------------------------------------------------------
+
+class http_model_client final : public model_client {
+ public:
+  explicit http_model_client(http_client_options o) : options_(std::move(o)), rng_(options_.jitter_seed) {
+    const auto fail = [](std::string const& why) { throw error("http model client: " + why); };
+    if (trim(options_.model).empty()) fail("no model given (http_client_options::model)");
+    if (has_control(options_.model)) fail("the model name holds control characters");
+    if (has_control(options_.api_key))
+      fail("the api key holds a line break or control character (check how it was read)");
+    if (has_control(options_.anthropic_version)) fail("anthropic_version holds control characters");
+    if (options_.concurrency == 0) fail("concurrency must be at least 1");
+    const auto positive = [&](double v, char const* name) {
+      if (!(v > 0) || !std::isfinite(v)) fail(std::string(name) + " must be a positive number of seconds");
+    };
+    positive(options_.connect_timeout_seconds, "connect_timeout_seconds");
+    positive(options_.request_timeout_seconds, "request_timeout_seconds");
+    const auto non_negative = [&](double v, char const* name) {
+      if (!(v >= 0) || !std::isfinite(v)) fail(std::string(name) + " must be 0 or more");
+    };
+    non_negative(options_.backoff_base_seconds, "backoff_base_seconds");
+    non_negative(options_.backoff_max_seconds, "backoff_max_seconds");
+    non_negative(options_.retry_after_cap_seconds, "retry_after_cap_seconds");
+    non_negative(options_.price_per_input_token, "price_per_input_token");
+    non_negative(options_.price_per_output_token, "price_per_output_token");
+    if (options_.max_reply_bytes == 0) fail("max_reply_bytes must be at least 1");
+
+    if (options_.base_url.empty())
+      options_.base_url =
+          options_.format == wire_format::anthropic ? "https://api.anthropic.com/v1" : "https://api.openai.com/v1";
+    target_ = parse_url(options_.base_url, "http model client: base_url");
+    if (!target_.userinfo.empty())
+      fail("base_url must not carry a user or password; give the key in http_client_options::api_key");
+    const std::string suffix = options_.format == wire_format::openai ? "/chat/completions" : "/messages";
+    path_ = target_.path.ends_with(suffix) ? target_.path : target_.path + suffix;
+    endpoint_ = target_.scheme + "://" + target_.host_header() + path_;
+#if !defined(KERNELBRAIN_HAVE_OPENSSL)
+    if (target_.scheme == "https")
+      fail("base_url " + endpoint_ +
+           " is https://, but KernelBrain was built without OpenSSL: only http:// works (install OpenSSL's "
+           "development headers, e.g. libssl-dev, and rebuild)");
+#endif
+
+    const std::string proxy = proxy_for(target_, options_.proxy, [](char const* n) -> char const* {
+      return std::getenv(n);  // NOLINT(concurrency-mt-unsafe): read once, at construction
+    });
+    if (!proxy.empty()) {
+      proxy_ = parse_url(proxy.find("://") == std::string::npos ? "http://" + proxy : proxy, "http model client: proxy");
+      if (proxy_->scheme != "http")
+        fail("the proxy " + proxy_->authority() + " must be an http:// proxy (TLS to the proxy is not supported)");
+      if (!proxy_->userinfo.empty()) {
+        secrets_.push_back(proxy_->userinfo);
+        const std::string decoded = percent_decode(proxy_->userinfo);
+        if (const auto colon = decoded.find(':'); colon != std::string::npos && colon + 1 < decoded.size())
+          secrets_.push_back(decoded.substr(colon + 1));
+        proxy_authorization_ = "Basic " + base64(decoded);
+        secrets_.push_back(proxy_authorization_.substr(6));
+      }
+    }
+    request_target_ = proxy_ && target_.scheme == "http" ? endpoint_ : path_;  // absolute-form to a proxy
+    if (!options_.api_key.empty()) secrets_.insert(secrets_.begin(), options_.api_key);
+
+#if defined(KERNELBRAIN_HAVE_OPENSSL)
+    if (target_.scheme == "https") {
+      tls_ = std::make_unique<net::ssl::context>(net::ssl::context::tls_client);
+      SSL_CTX_set_min_proto_version(tls_->native_handle(), TLS1_2_VERSION);
+      if (options_.verify_tls) {
+        error_code ec;
+        tls_->set_default_verify_paths(ec);  // a system without a CA store still has ca_file
+        if (!options_.ca_file.empty()) {
+          std::error_code fec;
+          if (!std::filesystem::is_regular_file(options_.ca_file, fec))
+            fail("the CA file '" + options_.ca_file + "' does not exist or is not a file");
+          tls_->load_verify_file(options_.ca_file, ec);
+          if (ec) fail("cannot read the CA file '" + options_.ca_file + "': " + ec.message());
+        }
+        tls_->set_verify_mode(net::ssl::verify_peer);
+      } else {
+        tls_->set_verify_mode(net::ssl::verify_none);
+      }
+    }
+#endif
+  }
+
+  chat_reply complete(chat_request const& request) override {
+    const slot s(*this);
+    return run(request, options_.max_retries);
+  }
+
+  [[nodiscard]] std::size_t concurrency() const override { return options_.concurrency; }
+
+  [[nodiscard]] std::string describe() const override {
+    std::string d = "http model client: " + std::string(to_string(options_.format)) + " format, model '" +
+                    options_.model + "', endpoint " + endpoint_ + ", concurrency " +
+                    std::to_string(options_.concurrency);
+    if (proxy_) d += ", via proxy " + proxy_->authority();
+    if (target_.scheme == "https") {
+      if (!options_.verify_tls)
+        d += ", TLS verification off";
+      else if (!options_.ca_file.empty())
+        d += ", CA file " + options_.ca_file;
+    }
+    return redact(std::move(d));
+  }
+
+  void check() override {
+    chat_request r;
+    r.prompt.user = "Reply with the single word: ok";
+    r.max_tokens = 8;
+    const slot s(*this);
+    const chat_reply reply = run(r, std::min(options_.max_retries, 2U));
+    if (reply.status == call_status::failed)
+      throw error(redact("model check failed (" + std::string(to_string(options_.format)) + " endpoint " +
+                         endpoint_ + ", model '" + options_.model + "'): " + reply.error));
+  }
+
+ private:
+  /// One of the `concurrency` places for a request in flight.
+  class slot {
+   public:
+    explicit slot(http_model_client& c) : c_(c) {
+      std::unique_lock lock(c_.slots_mu_);
+      c_.slots_cv_.wait(lock, [this] { return c_.in_flight_ < c_.options_.concurrency; });
+      ++c_.in_flight_;
+    }
+    ~slot() {
+      {
+        const std::lock_guard lock(c_.slots_mu_);
+        --c_.in_flight_;
+      }
+      c_.slots_cv_.notify_one();
+    }
+    slot(slot const&) = delete;
+    slot& operator=(slot const&) = delete;
+
+   private:
+    http_model_client& c_;
+  };
+
+  [[nodiscard]] std::string redact(std::string s) const {
+    for (auto const& secret : secrets_) {
+      if (secret.empty()) continue;
+      for (auto at = s.find(secret); at != std::string::npos; at = s.find(secret, at + 9))
+        s.replace(at, secret.size(), "[api key]");
+    }
+    return s;
+  }
+
+  double backoff(unsigned retry) {
+    const double ceiling = std::min(options_.backoff_max_seconds,
+                                    options_.backoff_base_seconds * std::ldexp(1.0, static_cast<int>(std::min(retry, 60U))));
+    std::uint64_t bits = 0;
+    {
+      const std::lock_guard lock(rng_mu_);
+      bits = rng_();
+    }
+    return ceiling * (static_cast<double>(bits >> 11U) * 0x1.0p-53);
+  }
+
+  [[nodiscard]] std::string request_body(chat_request const& request) const {
+    const double temperature = options_.temperature >= 0 ? options_.temperature : request.temperature;
+    std::size_t max_tokens = request.max_tokens;
+    if (options_.max_tokens > 0) max_tokens = std::min(max_tokens, options_.max_tokens);
+    max_tokens = std::max<std::size_t>(max_tokens, 1);
+    json::object o;
+    o["model"] = text(options_.model);
+    json::array messages;
+    if (options_.format == wire_format::openai) {
+      if (!request.prompt.system.empty()) {
+        json::object m;
+        m["role"] = "system";
+        m["content"] = text(request.prompt.system);
+        messages.push_back(std::move(m));
+      }
+    } else if (!request.prompt.system.empty()) {
+      o["system"] = text(request.prompt.system);
+    }
+    json::object user;
+    user["role"] = "user";
+    user["content"] = text(request.prompt.user);
+    messages.push_back(std::move(user));
+    o["messages"] = std::move(messages);
+    o["max_tokens"] = static_cast<std::uint64_t>(max_tokens);
+    o["temperature"] = temperature;
+    return json::serialize(o);
+  }
+
+  chat_reply run(chat_request const& request, unsigned max_retries) {
+    const std::string body = request_body(request);
+    const std::uint64_t prompt_estimate = estimate_tokens(request.prompt.system) + estimate_tokens(request.prompt.user);
+    const auto start = steady::now();
+    chat_reply reply;
+    for (unsigned k = 0;; ++k) {
+      attempt_result r;
+      try {
+        r = attempt(body, prompt_estimate);
+      } catch (std::exception const& e) {
+        r = fault(std::string("internal error: ") + e.what(), false);
+      }
+      reply = std::move(r.reply);
+      reply.attempts = k + 1;
+      if (!r.retry || k >= max_retries) break;
+      const double wait =
+          r.retry_after ? std::min(*r.retry_after, options_.retry_after_cap_seconds) : backoff(k);
+      if (wait > 0) std::this_thread::sleep_for(to_duration(wait));
+    }
+    reply.latency_seconds = std::chrono::duration<double>(steady::now() - start).count();
+    if (reply.status == call_status::failed && reply.attempts > 1)
+      reply.error += " (after " + std::to_string(reply.attempts) + " attempts)";
+    reply.error = redact(std::move(reply.error));
+    return reply;
+  }
+
+  attempt_result attempt(std::string const& body, std::uint64_t prompt_estimate) {
+    const auto start = steady::now();
+    const auto deadline = start + to_duration(options_.request_timeout_seconds);
+    const auto connect_deadline = std::min(deadline, start + to_duration(options_.connect_timeout_seconds));
+    const std::string connect_limit = "connect_timeout_seconds = " + seconds_text(options_.connect_timeout_seconds);
+    net::io_context ioc{1};
+    tcp::socket socket(ioc);
+    url const& hop = proxy_ ? *proxy_ : target_;
+    const std::string where = (proxy_ ? "proxy " : "") + hop.authority();
+
+    // Resolve (IP literals need no resolver) and connect.
+    std::vector<tcp::endpoint> endpoints;
+    error_code ec;
+    if (const auto address = net::ip::make_address(hop.host, ec); !ec) endpoints.emplace_back(address, hop.port);
+    if (endpoints.empty()) {
+      tcp::resolver resolver(ioc);
+      ec = run_until(
+          ioc, connect_deadline,
+          [&](done d) {
+            resolver.async_resolve(hop.host, std::to_string(hop.port),
+                                   [d, &endpoints](error_code e, tcp::resolver::results_type const& results) {
+                                     for (auto const& entry : results) endpoints.push_back(entry.endpoint());
+                                     d(e);
+                                   });
+          },
+          [&] { resolver.cancel(); });
+      if (ec == net::error::timed_out)
+        return fault("cannot resolve host '" + hop.host + "' within " + connect_limit, true);
+      if (ec == net::error::host_not_found || ec == net::error::no_data)
+        return fault("cannot resolve host '" + hop.host + "' (" + lower_message(ec) + ")", false);
+      if (ec || endpoints.empty())
+        return fault("cannot resolve host '" + hop.host + "' (" + (ec ? lower_message(ec) : "no address") + ")",
+                     true);
+    }
+    ec = run_until(
+        ioc, connect_deadline,
+        [&](done d) { net::async_connect(socket, endpoints, [d](error_code e, tcp::endpoint const&) { d(e); }); },
+        [&] { close_socket(socket); });
+    if (ec == net::error::timed_out) return fault("cannot connect to " + where + " within " + connect_limit, true);
+    if (ec) return fault("cannot connect to " + where + " (" + lower_message(ec) + ")", true);
+    socket.set_option(tcp::no_delay(true), ec);
+
+    // A tunnel through the proxy for https://.
+    if (proxy_ && target_.scheme == "https") {
+      bhttp::request<bhttp::empty_body> req{bhttp::verb::connect, target_.authority(), 11};
+      req.set(bhttp::field::host, target_.authority());
+      req.set(bhttp::field::user_agent, user_agent());
+      if (!proxy_authorization_.empty()) req.set(bhttp::field::proxy_authorization, proxy_authorization_);
+      ec = run_until(
+          ioc, connect_deadline,
+          [&](done d) { bhttp::async_write(socket, req, [d](error_code e, std::size_t) { d(e); }); },
+          [&] { close_socket(socket); });
+      boost::beast::flat_buffer buffer;
+      bhttp::response_parser<bhttp::empty_body> parser;
+      parser.skip(true);  // a 2xx answer to CONNECT has no body
+      if (!ec)
+        ec = run_until(
+            ioc, connect_deadline,
+            [&](done d) { bhttp::async_read_header(socket, buffer, parser, [d](error_code e, std::size_t) { d(e); }); },
+            [&] { close_socket(socket); });
+      if (ec == net::error::timed_out)
+        return fault("no tunnel through " + where + " to " + target_.authority() + " within " + connect_limit, true);
+      if (ec)
+        return fault("no tunnel through " + where + " to " + target_.authority() + " (" + lower_message(ec) + ")",
+                     true);
+      const unsigned code = parser.get().result_int();
+      if (code / 100 != 2)
+        return fault(where + " refused the tunnel to " + target_.authority() + " (HTTP " + std::to_string(code) + " " +
+                         std::string(parser.get().reason()) + ")",
+                     code >= 500 || code == 429);
+    }
+
+    if (target_.scheme == "https") {
+#if defined(KERNELBRAIN_HAVE_OPENSSL)
+      net::ssl::stream<tcp::socket> tls(std::move(socket), *tls_);
+      SSL* ssl = tls.native_handle();
+      const bool literal = is_ip_literal(target_.host);
+      if (!literal) SSL_set_tlsext_host_name(ssl, target_.host.c_str());  // SNI (never for an address)
+      if (options_.verify_tls) {
+        if (literal)
+          X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), target_.host.c_str());
+        else
+          SSL_set1_host(ssl, target_.host.c_str());
+      }
+      ec = run_until(
+          ioc, connect_deadline, [&](done d) { tls.async_handshake(net::ssl::stream_base::client, d); },
+          [&] { close_socket(tls.next_layer()); });
+      if (ec == net::error::timed_out)
+        return fault("the TLS handshake with " + target_.authority() + " did not finish within " + connect_limit,
+                     true);
+      if (ec) {
+        const long verify = SSL_get_verify_result(ssl);
+        if (options_.verify_tls && verify != X509_V_OK)
+          return fault("the TLS certificate of " + target_.authority() + " is not trusted: " +
+                           X509_verify_cert_error_string(verify) +
+                           " (give its CA certificate in ca_file, or set verify_tls = false)",
+                       false);
+        return fault("the TLS handshake with " + target_.authority() + " failed: " + lower_message(ec),
+                     ec.category() != net::error::get_ssl_category());
+      }
+      return exchange(ioc, tls, [&] { close_socket(tls.next_layer()); }, deadline, body, prompt_estimate);
+#else
+      return fault("https:// needs a build with OpenSSL", false);  // make_http_client refuses it first
+#endif
+    }
+    return exchange(ioc, socket, [&] { close_socket(socket); }, deadline, body, prompt_estimate);
+  }
+
+  [[nodiscard]] static std::string user_agent() { return "kernelbrain/" + std::string(library_version); }
+
+  template <class Stream, class Cancel>
+  attempt_result exchange(net::io_context& ioc, Stream& stream, Cancel cancel, steady::time_point deadline,
+                          std::string const& body, std::uint64_t prompt_estimate) {
+    const std::string limit = "request_timeout_seconds = " + seconds_text(options_.request_timeout_seconds);
+    bhttp::request<bhttp::string_body> req{bhttp::verb::post, request_target_, 11};
+    req.set(bhttp::field::host, target_.host_header());
+    req.set(bhttp::field::user_agent, user_agent());
+    req.set(bhttp::field::content_type, "application/json");
+    req.set(bhttp::field::accept, "application/json");
+    if (options_.format == wire_format::openai) {
+      if (!options_.api_key.empty()) req.set(bhttp::field::authorization, "Bearer " + options_.api_key);
+    } else {
+      if (!options_.api_key.empty()) req.set("x-api-key", options_.api_key);
+      req.set("anthropic-version", options_.anthropic_version);
+    }
+    if (proxy_ && target_.scheme == "http" && !proxy_authorization_.empty())
+      req.set(bhttp::field::proxy_authorization, proxy_authorization_);
+    req.keep_alive(false);
+    req.body() = body;
+    req.prepare_payload();
+
+    error_code ec = run_until(
+        ioc, deadline, [&](done d) { bhttp::async_write(stream, req, [d](error_code e, std::size_t) { d(e); }); },
+        cancel);
+    if (ec == net::error::timed_out) return fault("could not send the request within " + limit, true);
+    if (ec) return fault("sending the request to " + target_.authority() + " failed (" + lower_message(ec) + ")", true);
+
+    boost::beast::flat_buffer buffer;
+    bhttp::response_parser<bhttp::string_body> parser;
+    parser.header_limit(64U * 1024U);
+    parser.body_limit(static_cast<std::uint64_t>(options_.max_reply_bytes));
+    ec = run_until(
+        ioc, deadline,
+        [&](done d) { bhttp::async_read(stream, buffer, parser, [d](error_code e, std::size_t) { d(e); }); },
+        cancel);
+    if (ec) {
+      const std::size_t got = parser.get().body().size();
+      if (ec == bhttp::error::body_limit)
+        return fault("reply over " + std::to_string(options_.max_reply_bytes) +
+                         " bytes (max_reply_bytes); it was not read further",
+                     false);
+      if (ec == bhttp::error::header_limit) return fault("reply headers over 64 KiB", false);
+      if (ec == net::error::timed_out)
+        return fault(parser.is_header_done()
+                         ? "the reply (HTTP " + std::to_string(parser.get().result_int()) + ") did not finish within " +
+                               limit + " (" + std::to_string(got) + " bytes of body by then)"
+                         : "no reply from " + target_.authority() + " within " + limit,
+                     true);
+      if (ec == bhttp::error::partial_message || ec == net::error::eof || ec == bhttp::error::end_of_stream ||
+          is_truncation(ec))
+        return fault(parser.is_header_done() || got > 0
+                         ? "the connection closed mid-reply (truncated after " + std::to_string(got) + " bytes of body)"
+                         : "the connection closed without a reply",
+                     true);
+      if (ec == net::error::connection_reset || ec == net::error::broken_pipe)
+        return fault("the connection was reset by " + target_.authority() + " before the reply was complete", true);
+      return fault("bad reply from " + target_.authority() + " (" + lower_message(ec) + ")", true);
+    }
+    auto& res = parser.get();
+    auto const retry_after = res.find(bhttp::field::retry_after);
+    return interpret(res.result_int(), std::string(res.reason()),
+                     retry_after == res.end() ? std::string{} : std::string(retry_after->value()), res.body(),
+                     prompt_estimate);
+  }
+
+  [[nodiscard]] static bool is_truncation(error_code const& ec) {
+#if defined(KERNELBRAIN_HAVE_OPENSSL)
+    return ec == net::ssl::error::stream_truncated;
+#else
+    (void)ec;
+    return false;
+#endif
+  }
+
+  [[nodiscard]] attempt_result interpret(unsigned code, std::string const& reason, std::string const& retry_after,
+                                         std::string const& body, std::uint64_t prompt_estimate) const {
+    if (code >= 200 && code < 300) return parse_reply(body, prompt_estimate);
+    const std::string said = excerpt(body);
+    const std::string tail = said.empty() ? std::string{} : ": " + said;
+    const std::string status = "HTTP " + std::to_string(code) + (reason.empty() ? "" : " " + reason);
+    attempt_result r;
+    if (code == 401 || code == 403) {
+      r = fault(options_.api_key.empty() ? "the endpoint wants a key and none was given (" + status + ")" + tail
+                                         : "the endpoint refused the key (" + status + ")" + tail,
+                false);
+    } else if (code == 404) {
+      r = fault("model '" + options_.model + "' or path " + path_ + " not found (" + status + ")" + tail, false);
+    } else if (code == 429) {
+      r = fault("rate limited (" + status + ")" + tail, true);
+    } else if (code == 408) {
+      r = fault("the server timed out reading the request (" + status + ")" + tail, true);
+    } else if (code >= 500 && code != 501) {
+      r = fault("server error (" + status + ")" + tail, true);
+    } else if (code == 400) {
+      r = fault("the endpoint rejected the request (" + status + ")" + tail, false);
+    } else {
+      r = fault("unexpected answer (" + status + ")" + tail, false);
+    }
+    if (r.retry && !retry_after.empty())
+      r.retry_after = parse_retry_after(retry_after, static_cast<std::int64_t>(std::time(nullptr)));
+    return r;
+  }
+
+  [[nodiscard]] attempt_result parse_reply(std::string const& body, std::uint64_t prompt_estimate) const {
+    error_code ec;
+    const json::value v = json::parse(body, ec);
+    if (ec) return fault("the reply is not valid JSON (" + ec.message() + "): " + excerpt(body, 120), true);
+    auto const* o = v.if_object();
+    if (o == nullptr) return fault("the reply is not a JSON object: " + excerpt(body, 120), true);
+    if (auto const* e = o->if_contains("error"); e != nullptr && !e->is_null())
+      return fault("the reply holds an error: " + excerpt(body), true);
+    attempt_result r;
+    chat_reply& reply = r.reply;
+    std::optional<std::uint64_t> input;
+    std::optional<std::uint64_t> output;
+    reply.model = string_of(o->if_contains("model"));
+    if (options_.format == wire_format::openai) {
+      auto const* choices = o->if_contains("choices");
+      if (choices == nullptr || !choices->is_array() || choices->get_array().empty() ||
+          !choices->get_array()[0].is_object())
+        return fault("the reply has no choices: " + excerpt(body, 120), true);
+      auto const& choice = choices->get_array()[0].get_object();
+      auto const* message = choice.if_contains("message");
+      if (message == nullptr || !message->is_object())
+        return fault("the reply has no choices[0].message: " + excerpt(body, 120), true);
+      auto const* content = message->get_object().if_contains("content");
+      if (content != nullptr && content->is_array()) {  // content parts, as some servers send them
+        for (auto const& part : content->get_array())
+          if (part.is_object()) reply.text += string_of(part.get_object().if_contains("text"));
+      } else {
+        reply.text = string_of(content);
+      }
+      reply.finish_reason = string_of(choice.if_contains("finish_reason"));
+      if (auto const* usage = o->if_contains("usage"); usage != nullptr && usage->is_object()) {
+        input = count_of(usage->get_object(), "prompt_tokens");
+        output = count_of(usage->get_object(), "completion_tokens");
+      }
+    } else {
+      auto const* content = o->if_contains("content");
+      if (content == nullptr || !content->is_array()) return fault("the reply has no content: " + excerpt(body, 120), true);
+      for (auto const& part : content->get_array())
+        if (part.is_object() && string_of(part.get_object().if_contains("type")) == "text")
+          reply.text += string_of(part.get_object().if_contains("text"));
+      reply.finish_reason = string_of(o->if_contains("stop_reason"));
+      if (auto const* usage = o->if_contains("usage"); usage != nullptr && usage->is_object()) {
+        input = count_of(usage->get_object(), "input_tokens");
+        output = count_of(usage->get_object(), "output_tokens");
+      }
+    }
+    if (input && output) {
+      reply.usage.input = *input;
+      reply.usage.output = *output;
+    } else {
+      reply.usage.input = prompt_estimate;
+      reply.usage.output = estimate_tokens(reply.text);
+      reply.usage.estimated = true;
+    }
+    reply.usage.cost = static_cast<double>(reply.usage.input) * options_.price_per_input_token +
+                       static_cast<double>(reply.usage.output) * options_.price_per_output_token;
+    if (reply.finish_reason == "length" || reply.finish_reason == "max_tokens") {
+      reply.status = call_status::cut;
+      reply.error = "the model stopped at its token limit (finish reason '" + reply.finish_reason + "')";
+    } else {
+      reply.status = call_status::ok;
+    }
+    return r;
+  }
+
+  http_client_options options_;
+  url target_;
+  std::string path_;            ///< the request path: base path + /chat/completions or /messages
+  std::string endpoint_;        ///< scheme://host[:port]path, for messages
+  std::string request_target_;  ///< path_, or the absolute URL through an http proxy
+  std::optional<url> proxy_;
+  std::string proxy_authorization_;   ///< "Basic ...": a secret
+  std::vector<std::string> secrets_;  ///< never in a message: the key, the proxy's credentials
+#if defined(KERNELBRAIN_HAVE_OPENSSL)
+  std::unique_ptr<net::ssl::context> tls_;
+#endif
+  std::mutex rng_mu_;
+  std::mt19937_64 rng_;
+  std::mutex slots_mu_;
+  std::condition_variable slots_cv_;
+  std::size_t in_flight_ = 0;
+};
+
+}  // namespace http_detail
+
+KERNELBRAIN_DECL wire_format parse_wire_format(std::string_view text) {
+  const std::string l = http_detail::lower(http_detail::trim(text));
+  if (l == "openai") return wire_format::openai;
+  if (l == "anthropic") return wire_format::anthropic;
+  throw error("unknown wire format '" + std::string(text) + "': expected openai or anthropic");
+}
+
+KERNELBRAIN_DECL std::unique_ptr<model_client> make_http_client(http_client_options options) {
+  return std::make_unique<http_detail::http_model_client>(std::move(options));
+}
+
+KERNELBRAIN_DECL bool http_client_has_tls() noexcept {
+#if defined(KERNELBRAIN_HAVE_OPENSSL)
+  return true;
+#else
+  return false;
+#endif
+}
+
+}  // namespace kernelbrain::llm

@@ -1,0 +1,333 @@
+// Generators that ask a model for kernels.
+//
+// llm_generator: every proposal is a prompt to a model_client (generate/llm/model_client.hpp) and its
+// parsed reply. Explore requests cycle over the problem's catalogue hints (prose hints included: a model
+// needs no template) with the incumbent shown; mutate requests send a measured parent with its per-shape
+// numbers, static resources and profiler diagnosis, and the hint whose words best match that diagnosis;
+// a candidate of the model's that is rejected for a compile error, a wrong answer or a bad signature
+// becomes a repair prompt (once per lineage). All prompts of one propose() go out together, at most the
+// client's concurrency at a time, and come back in prompt order, so the search is the same at any
+// concurrency. Blind mode (the paper's ablation) sends no hint, no measurements, no diagnosis and no
+// failures: the problem, the reference, and for mutation the parent's source only.
+//
+// hybrid_generator: the default composition's generator when a model is configured: the expert
+// catalogue's template moves and the model's kernels side by side, each request split between them by
+// which of the two has produced new incumbents so far.
+//
+// A reply with nothing usable is journaled with its typed parse status and proposes nothing. An exchange
+// answer that does not exist yet (call_status::waiting) suspends the search (search_suspended).
+#pragma once
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+#include "kernelbrain/core/action.hpp"
+#include "kernelbrain/core/candidate.hpp"
+#include "kernelbrain/core/error.hpp"
+#include "kernelbrain/core/event.hpp"
+#include "kernelbrain/core/model_exchange.hpp"
+#include "kernelbrain/core/rng.hpp"
+#include "kernelbrain/core/search_view.hpp"
+#include "kernelbrain/defaults/expert_generator.hpp"
+#include "kernelbrain/generate/llm/model_client.hpp"
+#include "kernelbrain/generate/llm/prompt_builder.hpp"
+#include "kernelbrain/generate/llm/reply_parser.hpp"
+
+namespace kernelbrain::llm {
+
+struct llm_generator_options {
+  std::size_t max_tokens = 16384;    ///< per reply
+  double temperature = 0.7;          ///< sampling temperature sent with every prompt
+  bool blind = false;                ///< no hints, measurements, diagnosis or failures (ablation)
+  bool repair = true;                ///< turn compile / wrong-answer / signature rejects into repair prompts
+  std::size_t failures_shown = 3;    ///< recent failures of a lineage shown in a prompt
+  std::size_t max_reply_bytes = std::size_t{1} << 20;  ///< the parser's limit
+};
+
+class llm_generator {
+ public:
+  llm_generator(std::shared_ptr<model_client> client, llm_generator_options o = {},
+                prompt_templates templates = prompt_templates::defaults())
+      : client_(std::move(client)), opt_(o), builder_(std::move(templates)) {
+    if (!client_) throw error("llm_generator: no model client");
+  }
+
+  void reseed(std::uint64_t seed) { rng_.reseed(seed); }
+
+  void observe(event const& e) {
+    if (e.kind != event_kind::rejected || !mine_.contains(e.id) || opt_.blind) return;
+    const auto it = parent_of_.find(e.id);
+    const candidate_id lineage = it != parent_of_.end() && it->second ? *it->second : e.id;
+    auto& list = failures_[lineage];
+    list.push_back({e.id, origin_[e.id], e.result});
+    if (list.size() > opt_.failures_shown) list.erase(list.begin());
+    const bool fixable = e.result.where == stage::compile || e.result.where == stage::correctness ||
+                         e.result.where == stage::signature || e.result.where == stage::resources;
+    if (opt_.repair && fixable && !repaired_.contains(lineage) && !is_repair_.contains(e.id)) {
+      repaired_.insert(lineage);
+      repairs_.push_back(e.id);
+    }
+  }
+
+  std::vector<candidate> propose(search_view const& v, proposal_request const& req) {
+    auto const& p = v.problem();
+    if (p.backend != "cuda" && p.backend != "host")
+      throw error("problem '" + p.name + "' runs on the " + (p.backend.empty() ? "synthetic" : p.backend) +
+                  " backend, whose candidates have no source: a model cannot write them");
+    std::vector<prompt_subject> subjects;
+    std::vector<std::string> purposes;
+    std::vector<std::optional<candidate_id>> parents;
+    std::vector<bool> repair_flags;
+    // Repairs first: a rejected kernel of the model's, with its verdict.
+    while (!opt_.blind && !repairs_.empty() && subjects.size() < req.count) {
+      const auto id = repairs_.front();
+      repairs_.erase(repairs_.begin());
+      auto const* rec = v.find(id);
+      if (!rec) continue;
+      prompt_subject s;
+      s.what = prompt_subject::kind::repair;
+      s.parent = rec;
+      s.failures = lineage_failures(id);
+      subjects.push_back(std::move(s));
+      purposes.push_back("repair:" + id.str());
+      parents.push_back(id);
+      repair_flags.push_back(true);
+    }
+    auto const& hints = p.catalogue;
+    while (subjects.size() < req.count) {
+      prompt_subject s;
+      s.blind = opt_.blind;
+      candidate_record const* parent = nullptr;
+      if (req.mode == generation_mode::mutate && !req.parents.empty()) {
+        parent = v.find(req.parents[subjects.size() % req.parents.size()]);
+        if (parent && parent->state == candidate_state::rejected) parent = nullptr;
+      }
+      if (parent) {
+        s.what = prompt_subject::kind::mutate;
+        s.parent = parent;
+        if (!opt_.blind) {
+          s.hint = hint_for(hints, *parent);
+          s.failures = lineage_failures(parent->cand.id);
+        }
+        purposes.push_back("mutate:" + parent->cand.id.str() + (s.hint ? ":" + s.hint->name : std::string()));
+        parents.push_back(parent->cand.id);
+      } else {
+        s.what = prompt_subject::kind::explore;
+        if (!opt_.blind && !hints.empty()) {
+          s.hint = req.hint.empty() ? &hints[next_hint_++ % hints.size()] : find_hint(p, req.hint);
+          s.incumbent = v.best();
+        }
+        purposes.push_back(std::string("explore") + (s.hint ? ":" + s.hint->name : std::string()));
+        parents.push_back(std::nullopt);
+      }
+      subjects.push_back(std::move(s));
+      repair_flags.push_back(false);
+    }
+    // The prompts, each with how often it was asked before (recorded answers key on both).
+    std::vector<chat_request> requests;
+    for (auto const& s : subjects) {
+      chat_request r;
+      r.prompt = builder_.build(v, s);
+      r.occurrence = asked_[r.prompt.key()]++;
+      r.max_tokens = opt_.max_tokens;
+      r.temperature = opt_.temperature;
+      requests.push_back(std::move(r));
+    }
+    auto replies = client_->complete_all(requests);
+    std::size_t waiting = 0;
+    std::string first_wait;
+    for (auto const& r : replies)
+      if (r.status == call_status::waiting && waiting++ == 0) first_wait = r.error;
+    if (waiting > 0)
+      throw search_suspended("waiting for " + std::to_string(waiting) + " answer" + (waiting == 1 ? "" : "s") +
+                             (first_wait.empty() ? std::string() : " (" + first_wait + ")"));
+
+    reply_expectations ex;
+    ex.backend = p.backend;
+    ex.plan_required = p.backend == "cuda";
+    ex.max_reply_bytes = opt_.max_reply_bytes;
+    std::vector<candidate> out;
+    for (std::size_t i = 0; i < replies.size(); ++i) {
+      auto const& r = replies[i];
+      model_exchange x;
+      x.key = requests[i].prompt.key();
+      x.occurrence = requests[i].occurrence;
+      x.purpose = purposes[i];
+      x.system = requests[i].prompt.system;
+      x.user = requests[i].prompt.user;
+      x.reply = r.text;
+      x.status = std::string(to_string(r.status));
+      x.input_tokens = r.usage.input;
+      x.output_tokens = r.usage.output;
+      x.estimated = r.usage.estimated;
+      x.cost = r.usage.cost;
+      x.latency_seconds = r.latency_seconds;
+      x.attempts = r.attempts;
+      x.model = r.model;
+      x.finish_reason = r.finish_reason;
+      x.error = r.error;
+      x.parent = parents[i];
+      if (r.status == call_status::ok || r.status == call_status::cut) {
+        auto parsed = parse_reply(r.text, ex);
+        x.parse_status = std::string(to_string(parsed.status));
+        x.repairs = parsed.repairs;
+        x.parse_message = parsed.message;
+        if (parsed.ok()) {
+          std::string origin = "llm:" + purposes[i].substr(0, purposes[i].find(':'));
+          if (subjects[i].hint) origin += ":" + subjects[i].hint->name;
+          if (opt_.blind) origin = "llm-blind:" + purposes[i].substr(0, purposes[i].find(':'));
+          auto c = make_candidate("llm", {}, origin, parents[i], std::move(parsed.source), std::move(parsed.plan));
+          x.candidate = c.id;
+          mine_.insert(c.id);
+          origin_[c.id] = c.origin;
+          parent_of_[c.id] = lineage_of(parents[i]);
+          if (repair_flags[i]) is_repair_.insert(c.id);
+          out.push_back(std::move(c));
+        }
+      }
+      exchanges_.push_back(std::move(x));
+    }
+    return out;
+  }
+
+  /// The exchanges since the last call (the engine charges and journals them).
+  std::vector<model_exchange> take_exchanges() { return std::exchange(exchanges_, {}); }
+
+  /// Whether `id` was written by the model (for hybrid_generator's bookkeeping).
+  [[nodiscard]] bool wrote(candidate_id id) const { return mine_.contains(id); }
+  [[nodiscard]] model_client& client() noexcept { return *client_; }
+
+ private:
+  /// The lineage a child belongs to: its parent's lineage when the parent is the model's, else the parent.
+  std::optional<candidate_id> lineage_of(std::optional<candidate_id> parent) const {
+    if (!parent) return std::nullopt;
+    if (auto it = parent_of_.find(*parent); it != parent_of_.end() && it->second) return it->second;
+    return parent;
+  }
+  std::vector<failure_note> lineage_failures(candidate_id id) const {
+    if (auto it = parent_of_.find(id); it != parent_of_.end() && it->second) id = *it->second;
+    if (auto it = failures_.find(id); it != failures_.end()) return it->second;
+    return {};
+  }
+
+  /// The hint whose prose shares most words with the parent's diagnosis; ties (and no diagnosis) rotate.
+  expert_hint const* hint_for(std::vector<expert_hint> const& hints, candidate_record const& parent) {
+    if (hints.empty()) return nullptr;
+    std::string diagnosis;
+    for (auto const& m : parent.results)
+      if (m && !m->diagnosis.empty()) diagnosis = m->diagnosis;
+    const auto dwords = words(diagnosis);
+    const std::size_t start = rotation_[parent.cand.id]++;
+    std::size_t best = start % hints.size();
+    std::size_t best_score = 0;
+    for (std::size_t k = 0; k < hints.size(); ++k) {
+      const std::size_t i = (start + k) % hints.size();
+      if (hints[i].name == parent.cand.family) continue;  // a template's own hint says nothing new
+      std::size_t score = 0;
+      for (auto const& w : words(hints[i].prose + " " + hints[i].name)) score += dwords.contains(w) ? 1 : 0;
+      if (score > best_score) {
+        best_score = score;
+        best = i;
+      }
+    }
+    return &hints[best];
+  }
+  static std::set<std::string> words(std::string const& text) {
+    std::set<std::string> out;
+    std::string w;
+    for (char ch : text + " ") {
+      if (std::isalnum(static_cast<unsigned char>(ch))) {
+        w += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+      } else {
+        if (w.size() >= 5) out.insert(w);
+        w.clear();
+      }
+    }
+    return out;
+  }
+
+  std::shared_ptr<model_client> client_;
+  llm_generator_options opt_;
+  prompt_builder builder_;
+  rng rng_{0};
+  std::size_t next_hint_ = 0;
+  std::unordered_map<std::string, std::size_t> asked_;
+  std::vector<model_exchange> exchanges_;
+  std::unordered_set<candidate_id> mine_, is_repair_, repaired_;
+  std::unordered_map<candidate_id, std::string> origin_;
+  std::unordered_map<candidate_id, std::optional<candidate_id>> parent_of_;  ///< lineage root of each child
+  std::unordered_map<candidate_id, std::vector<failure_note>> failures_;     ///< by lineage
+  std::vector<candidate_id> repairs_;
+  std::unordered_map<candidate_id, std::size_t> rotation_;
+};
+
+/// Template moves and model-written kernels in one generator. Each request's count is split by the
+/// model's share, which follows who produced new incumbents: (model wins + 1) / (all wins + 2), kept in
+/// [0.25, 0.75]. Template moves go first (cheap, and the model's prompts then see what they measured);
+/// until the search has an incumbent the model only explores problems without templates. Whatever the
+/// templates cannot supply (an exhausted space, a model-written parent) the model supplies: with a model
+/// the search space is open.
+class hybrid_generator {
+ public:
+  hybrid_generator(expert_generator templates, llm_generator model)
+      : templates_(std::move(templates)), model_(std::move(model)) {}
+
+  void reseed(std::uint64_t seed) {
+    templates_.reseed(derive_seed(seed, "templates"));
+    model_.reseed(derive_seed(seed, "model"));
+  }
+  void observe(event const& e) {
+    templates_.observe(e);
+    model_.observe(e);
+    if (e.kind == event_kind::new_best) ++(model_.wrote(e.id) ? model_wins_ : template_wins_);
+  }
+
+  std::vector<candidate> propose(search_view const& v, proposal_request const& req) {
+    const bool has_templates = std::any_of(v.problem().catalogue.begin(), v.problem().catalogue.end(),
+                                           [](expert_hint const& h) { return h.templ.has_value(); });
+    bool parent_is_models = false;
+    for (auto id : req.parents) parent_is_models = parent_is_models || model_.wrote(id);
+    std::size_t for_model = 0;
+    if (!has_templates || parent_is_models) {
+      for_model = req.count;
+    } else if (v.best()) {
+      const double share = std::clamp((model_wins_ + 1.0) / (model_wins_ + template_wins_ + 2.0), 0.25, 0.75);
+      for_model = std::max<std::size_t>(1, static_cast<std::size_t>(std::lround(share * static_cast<double>(req.count))));
+      for_model = std::min(for_model, req.count);
+    }
+    std::vector<candidate> out;
+    if (for_model < req.count) {
+      proposal_request t = req;
+      t.count = req.count - for_model;
+      out = templates_.propose(v, t);
+      if (!v.best() && out.empty() && has_templates) for_model = req.count;  // nothing left to template
+      else if (out.size() < t.count) for_model += t.count - out.size();  // the model fills what templates could not
+    }
+    if (for_model > 0) {
+      proposal_request m = req;
+      m.count = for_model;
+      auto more = model_.propose(v, m);
+      for (auto& c : more) out.push_back(std::move(c));
+    }
+    return out;
+  }
+
+  std::vector<model_exchange> take_exchanges() { return model_.take_exchanges(); }
+  [[nodiscard]] llm_generator& model() noexcept { return model_; }
+
+ private:
+  expert_generator templates_;
+  llm_generator model_;
+  std::size_t model_wins_ = 0, template_wins_ = 0;
+};
+
+}  // namespace kernelbrain::llm
