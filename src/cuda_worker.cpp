@@ -1027,7 +1027,9 @@ int sanitize_mode(char const* request_path) {
 /// Runs cuda_worker::profile on the request in `request_path`. Prints "kernelbrain-profile: ok" on
 /// success, "kernelbrain-profile: failed: ..." (exit 1) when the plan could not run.
 int profile_mode(char const* request_path) {
-  die_with_parent();
+  // No die_with_parent() here: PR_SET_PDEATHSIG follows the thread that started this process, which
+  // may be any thread of ncu. The search's --exec supervisor kills ncu's process group, this
+  // process with it, when the search dies; and one profiled run ends on its own.
   cp::run_request q;
   try {
     q = cp::decode_run(read_text(request_path));

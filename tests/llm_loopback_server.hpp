@@ -218,7 +218,8 @@ struct server_action {
     server_action a;
     a.what = kind::status;
     a.code = code;
-    a.body = body.empty() ? R"({"error":{"message":"loopback status )" + std::to_string(code) + R"("}})" : std::move(body);
+    a.body =
+        body.empty() ? R"({"error":{"message":"loopback status )" + std::to_string(code) + R"("}})" : std::move(body);
     a.retry_after = std::move(retry_after);
     return a;
   }
@@ -545,7 +546,8 @@ class loopback_server {
       }
       case kind::truncated: {
         const std::string body = reply_body(r.is_anthropic(), a.text, a.finish_reason, a.usage, a.model);
-        send(head(200, "Content-Length: " + std::to_string(body.size() + 100) + "\r\n\r\n") + body.substr(0, body.size() / 2));
+        send(head(200, "Content-Length: " + std::to_string(body.size() + 100) + "\r\n\r\n") +
+             body.substr(0, body.size() / 2));
         return;
       }
       case kind::huge: {
@@ -668,9 +670,10 @@ inline tls_files make_test_certificate(std::filesystem::path const& dir,
   X509V3_CTX ctx;
   X509V3_set_ctx_nodb(&ctx);
   X509V3_set_ctx(&ctx, cert.get(), cert.get(), nullptr, nullptr, 0);
-  for (auto const& [nid, value] : {std::pair<int, std::string>{NID_subject_alt_name, subject_alt_names},
-                                   std::pair<int, std::string>{NID_basic_constraints, "critical,CA:TRUE"},
-                                   std::pair<int, std::string>{NID_key_usage, "critical,digitalSignature,keyCertSign"}}) {
+  for (auto const& [nid, value] :
+       {std::pair<int, std::string>{NID_subject_alt_name, subject_alt_names},
+        std::pair<int, std::string>{NID_basic_constraints, "critical,CA:TRUE"},
+        std::pair<int, std::string>{NID_key_usage, "critical,digitalSignature,keyCertSign"}}) {
     X509_EXTENSION* ext = X509V3_EXT_conf_nid(nullptr, &ctx, nid, value.c_str());
     if (ext == nullptr) fail("X509V3_EXT_conf_nid");
     X509_add_ext(cert.get(), ext, -1);
@@ -684,7 +687,8 @@ inline tls_files make_test_certificate(std::filesystem::path const& dir,
     if (!bio || what(bio.get()) != 1) fail("writing a PEM file");
   };
   write(files.cert, [&](BIO* b) { return PEM_write_bio_X509(b, cert.get()); });
-  write(files.key, [&](BIO* b) { return PEM_write_bio_PrivateKey(b, key.get(), nullptr, nullptr, 0, nullptr, nullptr); });
+  write(files.key,
+        [&](BIO* b) { return PEM_write_bio_PrivateKey(b, key.get(), nullptr, nullptr, 0, nullptr, nullptr); });
   return files;
 }
 #endif

@@ -21,6 +21,7 @@
 #include <string>
 #include <thread>
 #include <vector>
+#include "cli_helpers.hpp"
 #include "host_corpus/compile_bomb.hpp"
 #include "journal_helpers.hpp"
 #include "process_helpers.hpp"
@@ -32,6 +33,11 @@ extern char** environ;
 using namespace kernelbrain;
 namespace fs = std::filesystem;
 using kb_test::check_same;
+using kb_test::cli_run;
+using kb_test::contains;
+using kb_test::run_cli;
+using kb_test::spawn_cli;
+using kb_test::summary;
 using kb_test::event_signatures;
 using kb_test::lines_of_type;
 using kb_test::outcome_counts;
@@ -41,54 +47,6 @@ using kb_test::split_lines;
 using kb_test::temp_dir;
 
 namespace {
-
-/// Starts the CLI with stdout and stderr sent to files; returns its pid.
-pid_t spawn_cli(std::vector<std::string> args, fs::path const& out, fs::path const& err) {
-  args.insert(args.begin(), KB_CLI_PATH);
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  pid_t pid = -1;
-  const int rc = posix_spawn(&pid, KB_CLI_PATH, &fa, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&fa);
-  REQUIRE_MESSAGE(rc == 0, "cannot start ", KB_CLI_PATH);
-  return pid;
-}
-
-struct cli_run {
-  int exit_code = -1;
-  std::string out, err;
-};
-
-cli_run run_cli(std::vector<std::string> args, temp_dir const& dir) {
-  const auto out = dir / "stdout.txt", err = dir / "stderr.txt";
-  const pid_t pid = spawn_cli(std::move(args), out, err);
-  int status = 0;
-  REQUIRE(::waitpid(pid, &status, 0) == pid);
-  cli_run r;
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  r.out = slurp(out);
-  r.err = slurp(err);
-  return r;
-}
-
-/// A row of the summary table: "  cache hits       157" -> "157".
-std::string summary(std::string const& out, std::string const& key) {
-  for (auto const& line : split_lines(out)) {
-    const auto start = line.find_first_not_of(' ');
-    if (start == std::string::npos || line.compare(start, key.size(), key) != 0) continue;
-    const auto rest = line.find_first_not_of(' ', start + key.size());
-    if (rest != std::string::npos && rest > start + key.size()) return line.substr(rest);
-  }
-  FAIL("no '", key, "' row in the summary:\n", out);
-  return {};
-}
-
-bool contains(std::string const& text, std::string const& needle) { return text.find(needle) != std::string::npos; }
 
 /// A usage error: exit code 2 and a message on stderr that holds every needle (the argument's name...).
 void check_usage_error(std::vector<std::string> const& args, std::vector<std::string> const& needles,
@@ -389,6 +347,12 @@ TEST_CASE("cli: usage errors exit with code 2 and a message naming the argument"
   check_usage_error({"tune", "synthetic", "--budget", "0evals"}, {"--budget", "allows no evaluation"}, dir);
   check_usage_error({"tune", "synthetic", "--budget", "5parsecs"}, {"--budget", "unknown unit 'parsecs'"}, dir);
   check_usage_error({"tune", "synthetic", "--budget=abc"}, {"--budget", "does not start with a number"}, dir);
+  check_usage_error({"tune", "synthetic", "--budget", "10evals,20evals"}, {"--budget", "evaluation limit twice"}, dir);
+  check_usage_error({"tune", "synthetic", "--budget", "10evals,,2m"}, {"--budget", "empty limit"}, dir);
+  check_usage_error({"tune", "synthetic", "--budget", "10evals,3gtokens"}, {"--budget", "unknown unit"}, dir);
+  check_usage_error({"tune", "synthetic", "--budget", "$5x"}, {"--budget", "no unit after it"}, dir);
+  check_usage_error({"tune", "synthetic", "--budget", "10evals", "--exchange", "x"}, {"--journal"}, dir);
+  check_usage_error({"tune", "synthetic", "--budget", "10evals", "--strategy", "blind-llm"}, {"needs a model"}, dir);
   check_usage_error({"tune", "synthetic", "--budget", "10evals", "--seed", "x3"},
                     {"--seed: 'x3' is not a whole number"}, dir);
   check_usage_error({"tune", "synthetic", "--budget", "10evals", "--wall", "-5"}, {"--wall"}, dir);

@@ -31,7 +31,7 @@ namespace {
 // What `ncu --csv --page raw --print-units base --metrics ...` prints for a plan of two launches, with
 // the profiled program's own line and ncu's ==PROF== lines around it. Kernel names may hold commas and
 // quotes (C++ names), numbers carry thousands separators, a metric the GPU lacks reads "n/a".
-constexpr char const* two_launches = R"(==PROF== Connected to process 4242 (/opt/kb/kernelbrain-cuda-worker)
+constexpr char const* two_launches = R"csv(==PROF== Connected to process 4242 (/opt/kb/kernelbrain-cuda-worker)
 ==PROF== Profiling "k_main" - 0: 0%....50%....100% - 41 passes
 ==PROF== Profiling "k_tail" - 1: 0%....50%....100% - 41 passes
 kernelbrain-profile: ok
@@ -40,7 +40,7 @@ kernelbrain-profile: ok
 "","","","","","","","","","","","byte","%","nsecond","sector","","block","%","%"
 "0","4242","kernelbrain-cuda-worker","127.0.0.1","k_main","1","13","(256, 1, 1)","(4096, 1, 1)","0","9.0","1,073,741,824","90.5","3,000,000","33,554,432","4,096","8","100","100"
 "1","4242","kernelbrain-cuda-worker","127.0.0.1","void tail<float, 4>(float const*, ""x"")","1","13","(64, 1, 1)","(1, 1, 1)","0","9.0","1,024","0.5","1,000,000","32","1","n/a","12.5","50"
-)";
+)csv";
 
 std::map<std::string, double> healthy() {
   // A bandwidth-bound kernel that does everything right: near peak DRAM, coalesced, full occupancy,
@@ -94,6 +94,7 @@ roofline_position roof_2gb() {
 
 std::vector<std::string> names_of(std::vector<diagnosis_tag> const& tags) {
   std::vector<std::string> n;
+  n.reserve(tags.size());
   for (auto const& t : tags) n.push_back(t.name);
   return n;
 }
@@ -204,7 +205,8 @@ TEST_CASE("diagnosis: launches aggregate into one set, counters added, rates wei
         doctest::Approx((33554432 * 100.0 + 32 * 12.5) / (33554432 + 32)));
   CHECK(aggregate_ncu({}).empty());
   // Without durations: plain means.
-  std::vector<ncu_launch> two = {{"a", {{"lts__t_sector_hit_rate.pct", 20}}}, {"b", {{"lts__t_sector_hit_rate.pct", 60}}}};
+  std::vector<ncu_launch> two = {{"a", {{"lts__t_sector_hit_rate.pct", 20}}},
+                                 {"b", {{"lts__t_sector_hit_rate.pct", 60}}}};
   CHECK(aggregate_ncu(two).at("lts__t_sector_hit_rate.pct") == 40);
 }
 
@@ -250,10 +252,10 @@ TEST_CASE("diagnosis: each profile rule fires past its threshold and not before"
     CHECK(has(t, dn::low_l2_hit_rate));  // 45% < 50%
     CHECK_FALSE(has(profile_with({{"dram__bytes_read.sum", 2e9}, {"dram__bytes_write.sum", 0.99e9}}),
                     dn::excess_memory_traffic));
-    CHECK_FALSE(has(profile_with({{"dram__bytes_read.sum", 2e9},
-                                  {"dram__bytes_write.sum", 1e9},
-                                  {"lts__t_sector_hit_rate.pct", 50}}),
-                    dn::low_l2_hit_rate));
+    CHECK_FALSE(
+        has(profile_with(
+                {{"dram__bytes_read.sum", 2e9}, {"dram__bytes_write.sum", 1e9}, {"lts__t_sector_hit_rate.pct", 50}}),
+            dn::low_l2_hit_rate));
     CHECK_FALSE(has(profile_with({}), dn::low_l2_hit_rate));  // 45% but no excess: streaming is fine
     CHECK_FALSE(has(diagnose_profile(healthy(), roofline_position{}), dn::excess_memory_traffic));  // no cost
   }
@@ -368,8 +370,8 @@ TEST_CASE("diagnosis: static rules from resources, the launch and the roofline")
     REQUIRE(has(t, dn::limited_by_registers));
     CHECK(find(t, dn::limited_by_registers).value == 25);
     // 64 registers: 4 blocks, exactly half: not reported.
-    CHECK_FALSE(has(diagnose_static(res, sm, none, launch_facts{"k", 64, 256, 132 * 64, 0}, 132),
-                    dn::limited_by_registers));
+    CHECK_FALSE(
+        has(diagnose_static(res, sm, none, launch_facts{"k", 64, 256, 132 * 64, 0}, 132), dn::limited_by_registers));
     // 100 KB of shared memory per block: 2 blocks of 8 warps.
     const auto s = diagnose_static(res, sm, none, launch_facts{"k", 32, 256, 132 * 64, 100 * 1024}, 132);
     REQUIRE(has(s, dn::limited_by_shared_memory));
@@ -464,7 +466,8 @@ TEST_CASE("diagnosis: render and parse_diagnosis round-trip") {
   // Line breaks in a detail become spaces; other lines, CRLF and junk are tolerated.
   const auto one = render({{"small grid", 64, "two\nlines"}});
   CHECK(one == "small grid [64]: two lines");
-  const auto read = parse_diagnosis("memory-bound: \"uncoalesced\" loads\r\nsmall grid [64]: x\r\n[1]: no name\nbad [x]: y\n");
+  const auto read =
+      parse_diagnosis("memory-bound: \"uncoalesced\" loads\r\nsmall grid [64]: x\r\n[1]: no name\nbad [x]: y\n");
   REQUIRE(read.size() == 1);
   CHECK(read[0] == diagnosis_tag{"small grid", 64, "x"});
   // Tags from the rules read back exactly (values are rounded to 4 significant digits when made).
@@ -492,24 +495,10 @@ TEST_CASE("diagnosis: ncu is looked for as NCU says, and a bad NCU is reported, 
     CHECK(detail::cuda::find_ncu().path == (d / "ncu").string());
   }
   const auto cmd = detail::cuda::ncu_command("/w/worker", "/n/ncu", {"a.sum", "b.pct"}, "/r/q.req");
-  const std::vector<std::string> want = {"/w/worker",
-                                         "--exec",
-                                         "--",
-                                         "/n/ncu",
-                                         "--csv",
-                                         "--page",
-                                         "raw",
-                                         "--print-units",
-                                         "base",
-                                         "--clock-control",
-                                         "none",
-                                         "--profile-from-start",
-                                         "off",
-                                         "--metrics",
-                                         "a.sum,b.pct",
-                                         "/w/worker",
-                                         "--profile-once",
-                                         "/r/q.req"};
+  const std::vector<std::string> want = {
+      "/w/worker", "--exec",        "--",          "/n/ncu",          "--csv",          "--page",
+      "raw",       "--print-units", "base",        "--clock-control", "none",           "--profile-from-start",
+      "off",       "--metrics",     "a.sum,b.pct", "/w/worker",       "--profile-once", "/r/q.req"};
   CHECK(cmd == want);
 }
 
@@ -533,8 +522,8 @@ TEST_CASE("diagnosis: without ncu the runner gives the static diagnosis and the 
   const auto text = render(diagnose(statics, out.metrics, roof_2gb(), out.why_not));
   INFO(text);
   const auto tags = parse_diagnosis(text);
-  CHECK(has(tags, dn::near_bandwidth));         // 80% of the floor's speed
-  CHECK(has(tags, dn::limited_by_registers));   // 200 registers: 1 block of 8 warps
+  CHECK(has(tags, dn::near_bandwidth));        // 80% of the floor's speed
+  CHECK(has(tags, dn::limited_by_registers));  // 200 registers: 1 block of 8 warps
   CHECK(find(tags, dn::profiler_unavailable).detail.find("ncu: not found") == 0);
   CHECK(text.find("profiler unavailable [0]: ncu: not found (NCU=/nonexistent") != std::string::npos);
 }

@@ -122,10 +122,9 @@ TEST_CASE("http_client: OpenAI format, the request on the wire and the reply rea
 TEST_CASE("http_client: Anthropic format, headers, system field and text parts concatenated") {
   loopback_server server;
   server.push(server_action::status(
-      200,
-      R"({"id":"m","type":"message","model":"claude-x","content":[{"type":"text","text":"first "},)"
-      R"({"type":"tool_use","id":"t","name":"n","input":{}},{"type":"text","text":"second"}],)"
-      R"("stop_reason":"end_turn","usage":{"input_tokens":40,"output_tokens":7}})"));
+      200, R"({"id":"m","type":"message","model":"claude-x","content":[{"type":"text","text":"first "},)"
+           R"({"type":"tool_use","id":"t","name":"n","input":{}},{"type":"text","text":"second"}],)"
+           R"("stop_reason":"end_turn","usage":{"input_tokens":40,"output_tokens":7}})"));
   auto o = options_for(server, wire_format::anthropic);
   o.temperature = 0.2;  // overrides the request's
   o.max_tokens = 100;   // caps the request's 256
@@ -436,7 +435,8 @@ TEST_CASE("http_client: complete_all holds at most `concurrency` requests at onc
   CHECK(server.max_concurrent() > 1);
 
   // complete() from more threads than that waits for a slot.
-  loopback_server second([](kb_test::received_request const&) { return server_action::reply("x").after(milliseconds(50)); });
+  loopback_server second(
+      [](kb_test::received_request const&) { return server_action::reply("x").after(milliseconds(50)); });
   o = options_for(second);
   o.concurrency = 2;
   auto narrow = make_http_client(o);
@@ -516,6 +516,13 @@ TEST_CASE("http_client: NO_PROXY matching and the proxy chosen from the environm
   CHECK(http_detail::proxy_for(http, "", lookup).empty());
   env["no_proxy"] = "other.org";  // the lower-case one wins
   CHECK(http_detail::proxy_for(https, "", lookup) == "http://proxy:3128");
+  // The environment's proxy is never for this machine; a proxy in the options is.
+  for (char const* local : {"http://127.0.0.1:8000/v1", "http://localhost:8000/v1", "http://[::1]:8000/v1",
+                            "http://127.1.2.3/v1"}) {
+    CAPTURE(local);
+    CHECK(http_detail::proxy_for(http_detail::parse_url(local, "t"), "", lookup).empty());
+    CHECK(http_detail::proxy_for(http_detail::parse_url(local, "t"), "http://mine:1", lookup) == "http://mine:1");
+  }
   env.clear();
   CHECK(http_detail::proxy_for(https, "", lookup).empty());
 }

@@ -34,7 +34,7 @@ extern "C" __global__ void k(const float* x, float* y, long long N) {
 }
 )";
 constexpr char const* one_per_thread_plan =
-    R"({"launches": [{"kernel": "k", "grid": ["ceil_div(N, 256)", "1", "1"], "block": ["256", "1", "1"], "args": ["x", "y", "N"]}]})";
+    R"json({"launches": [{"kernel": "k", "grid": ["ceil_div(N, 256)", "1", "1"], "block": ["256", "1", "1"], "args": ["x", "y", "N"]}]})json";
 
 // Each thread copies 32 consecutive elements: at every step a warp's 32 loads (and stores) are 128
 // bytes apart, one 32-byte sector each, 4 bytes of it used.
@@ -48,7 +48,7 @@ extern "C" __global__ void k(const float* x, float* y, long long N) {
 }
 )";
 constexpr char const* chunk_per_thread_plan =
-    R"({"launches": [{"kernel": "k", "grid": ["ceil_div(N, 8192)", "1", "1"], "block": ["256", "1", "1"], "args": ["x", "y", "N"]}]})";
+    R"json({"launches": [{"kernel": "k", "grid": ["ceil_div(N, 8192)", "1", "1"], "block": ["256", "1", "1"], "args": ["x", "y", "N"]}]})json";
 
 // 160 values loaded from distinct addresses and mixed four times (each update reads a value seven
 // places on, so all 160 are live between rounds): ~170 registers a thread, one block of 256 threads

@@ -103,6 +103,7 @@ inline std::string one_line_tail(std::string const& s, std::size_t n = 300) {
   std::string t = s.size() > n ? "..." + s.substr(s.size() - n) : s;
   for (char& c : t)
     if (c == '\n' || c == '\r') c = ' ';
+  while (!t.empty() && t.back() == ' ') t.pop_back();
   return t;
 }
 
@@ -168,9 +169,10 @@ inline ncu_failure classify_ncu_failure(captured_run const& r, double limit) {
                 " s (cuda_options::profile_timeout)",
             false};
   if (has("ERR_NVGPUCTRPERM"))
-    return {"ncu: no permission to read counters (ERR_NVGPUCTRPERM: see "
-            "https://developer.nvidia.com/ERR_NVGPUCTRPERM)",
-            true};
+    return {
+        "ncu: no permission to read counters (ERR_NVGPUCTRPERM: see "
+        "https://developer.nvidia.com/ERR_NVGPUCTRPERM)",
+        true};
   if (has("LibraryNotLoaded") || has("Failed to initialize the profiler"))
     return {"ncu: cannot initialise its profiler on this machine: " + ncu_errors(r.output), true};
   if (has("kernelbrain-profile: failed") || has("kernelbrain-cuda-worker: sticky CUDA error") ||
@@ -180,7 +182,8 @@ inline ncu_failure classify_ncu_failure(captured_run const& r, double limit) {
   if (has("kernelbrain-profile: ok"))
     return {"ncu: profiled no kernel launch" + (errors.empty() ? ": " + one_line_tail(r.output) : ": " + errors),
             false};
-  return {"ncu: failed (" + describe_wait_status(r.wait_status) + "): " + (errors.empty() ? one_line_tail(r.output) : errors),
+  return {"ncu: failed (" + describe_wait_status(r.wait_status) +
+              "): " + (errors.empty() ? one_line_tail(r.output) : errors),
           false};
 }
 
@@ -233,8 +236,8 @@ class ncu_profiler {
     }
     ++runs_;
     for (int attempt = 0; attempt < 3; ++attempt) {
-      const auto r = run_captured(ncu_command(worker_exe_, ncu_, metrics_, request, base_units_),
-                                  ceil_millis(timeout_), std::size_t{4} << 20);
+      const auto r = run_captured(ncu_command(worker_exe_, ncu_, metrics_, request, base_units_), ceil_millis(timeout_),
+                                  std::size_t{4} << 20);
       out.seconds += r.seconds;
       if (spent_) *spent_ += r.seconds;
       const auto table = parse_ncu_csv(r.output);
@@ -252,7 +255,8 @@ class ncu_profiler {
       }
       if (r.timed_out || !r.started) break;
       if (auto bad = rejected_metrics(r.output, metrics_); !bad.empty()) {
-        std::erase_if(metrics_, [&](std::string const& m) { return std::find(bad.begin(), bad.end(), m) != bad.end(); });
+        std::erase_if(metrics_,
+                      [&](std::string const& m) { return std::find(bad.begin(), bad.end(), m) != bad.end(); });
         continue;
       }
       if (base_units_ && rejects_option(r.output, "print-units")) {  // an ncu without the option

@@ -45,16 +45,16 @@ struct cuda_options {
   std::string sanitizer_path;  ///< empty: $KERNELBRAIN_SANITIZER, compute-sanitizer on PATH, $CUDA_HOME/bin,
                                ///< /usr/local/cuda/bin
   std::vector<std::string> sanitizer_tools = {"memcheck", "racecheck", "synccheck", "initcheck"};
-  double sanitizer_timeout = 180;                  ///< wall-clock seconds per tool run (the tools run in parallel)
+  double sanitizer_timeout = 180;  ///< wall-clock seconds per tool run (the tools run in parallel)
   /// Diagnoses at rungs with rung::profile (the standard ladder's top rung), for every passing
   /// measurement: the static one (registers, spills, occupancy, roofline position) always, and Nsight
   /// Compute's counters of one run of the candidate at the rung's largest shape (once per candidate;
   /// its wall time is charged as device time) where ncu is found and works. Without ncu, or when it
   /// fails, the diagnosis is the static one and says why (docs/profiling.md). false: no ncu runs.
   bool profile = true;
-  std::string ncu_path;          ///< empty: $NCU, ncu on PATH, $CUDA_HOME/bin, /usr/local/cuda/bin,
-                                 ///< /opt/nvidia/nsight-compute/*/
-  double profile_timeout = 180;  ///< wall-clock seconds per ncu run, then it is killed
+  std::string ncu_path;                            ///< empty: $NCU, ncu on PATH, $CUDA_HOME/bin, /usr/local/cuda/bin,
+                                                   ///< /opt/nvidia/nsight-compute/*/
+  double profile_timeout = 180;                    ///< wall-clock seconds per ncu run, then it is killed
   std::function<void(int pid)> on_timing_request;  ///< test hook
 };
 

@@ -26,8 +26,9 @@
 //   register spills            [B]   static: ptxas reports spill bytes (else a local stack frame)
 //   occupancy limited by registers      [%]  theoretical occupancy < 50% and registers set the limit
 //   occupancy limited by shared memory  [%]  ... shared memory sets it
-//   occupancy limited by block size     [%]  ... the per-SM block or warp limit sets it (blocks too
-//                                            small, or warps per block not dividing the SM's)
+//   occupancy limited by block size     [%]  <= 50% and the per-SM block or warp limit sets it
+//                                            (blocks too small, or warps per block not dividing the SM's)
+//   (occupancy tags: static from the plan's main launch and the cubin, or profiled from ncu's limits)
 //   low achieved occupancy     [%]   profiled: achieved < 60% of theoretical occupancy
 //   small grid                 [blocks] fewer blocks than SMs
 //   tail effect                [waves] > 1 wave and >= 20% of the SM time idle in the last one
@@ -92,18 +93,30 @@ inline constexpr std::string_view profiler_unavailable = "profiler unavailable";
 
 /// Every tag name, in report order.
 inline constexpr std::string_view diagnosis_vocabulary[] = {
-    diagnosis_names::near_bandwidth,          diagnosis_names::far_below_bandwidth,
-    diagnosis_names::near_compute_peak,       diagnosis_names::far_below_compute_peak,
-    diagnosis_names::compute_bound,           diagnosis_names::latency_bound,
-    diagnosis_names::excess_memory_traffic,   diagnosis_names::low_l2_hit_rate,
-    diagnosis_names::uncoalesced_loads,       diagnosis_names::uncoalesced_stores,
-    diagnosis_names::bank_conflicts,          diagnosis_names::register_spills,
-    diagnosis_names::limited_by_registers,    diagnosis_names::limited_by_shared_memory,
-    diagnosis_names::limited_by_block_size,   diagnosis_names::low_achieved_occupancy,
-    diagnosis_names::small_grid,              diagnosis_names::tail_effect,
-    diagnosis_names::long_scoreboard_stalls,  diagnosis_names::barrier_stalls,
-    diagnosis_names::mio_throttle_stalls,     diagnosis_names::short_scoreboard_stalls,
-    diagnosis_names::lg_throttle_stalls,      diagnosis_names::math_pipe_stalls,
+    diagnosis_names::near_bandwidth,
+    diagnosis_names::far_below_bandwidth,
+    diagnosis_names::near_compute_peak,
+    diagnosis_names::far_below_compute_peak,
+    diagnosis_names::compute_bound,
+    diagnosis_names::latency_bound,
+    diagnosis_names::excess_memory_traffic,
+    diagnosis_names::low_l2_hit_rate,
+    diagnosis_names::uncoalesced_loads,
+    diagnosis_names::uncoalesced_stores,
+    diagnosis_names::bank_conflicts,
+    diagnosis_names::register_spills,
+    diagnosis_names::limited_by_registers,
+    diagnosis_names::limited_by_shared_memory,
+    diagnosis_names::limited_by_block_size,
+    diagnosis_names::low_achieved_occupancy,
+    diagnosis_names::small_grid,
+    diagnosis_names::tail_effect,
+    diagnosis_names::long_scoreboard_stalls,
+    diagnosis_names::barrier_stalls,
+    diagnosis_names::mio_throttle_stalls,
+    diagnosis_names::short_scoreboard_stalls,
+    diagnosis_names::lg_throttle_stalls,
+    diagnosis_names::math_pipe_stalls,
     diagnosis_names::profiler_unavailable,
 };
 
@@ -164,13 +177,13 @@ inline constexpr double math_pipe_share = 0.40;
 struct sm_resources {
   std::string_view arch;
   int compute_capability = 0;
-  int max_warps = 0;                     ///< resident warps per SM
-  int max_blocks = 0;                    ///< resident blocks per SM
-  std::int64_t registers = 0;            ///< 32-bit registers per SM
-  int register_unit = 256;               ///< registers are allocated per warp in units of this
-  std::int64_t shared_bytes = 0;         ///< shared memory per SM (the largest carve-out)
-  std::int64_t reserved_shared = 1024;   ///< per block, reserved by the driver
-  int sm_count = 0;                      ///< SMs of the common part (H100/H200 SXM: 132); 0 unknown
+  int max_warps = 0;                    ///< resident warps per SM
+  int max_blocks = 0;                   ///< resident blocks per SM
+  std::int64_t registers = 0;           ///< 32-bit registers per SM
+  int register_unit = 256;              ///< registers are allocated per warp in units of this
+  std::int64_t shared_bytes = 0;        ///< shared memory per SM (the largest carve-out)
+  std::int64_t reserved_shared = 1024;  ///< per block, reserved by the driver
+  int sm_count = 0;                     ///< SMs of the common part (H100/H200 SXM: 132); 0 unknown
 };
 
 inline constexpr sm_resources sm_resources_table[] = {
@@ -201,22 +214,22 @@ struct launch_facts {
 /// Resident blocks per SM under each limit, the smallest, and the theoretical occupancy.
 struct occupancy_estimate {
   std::int64_t by_registers = 0, by_shared = 0, by_warps = 0, by_blocks = 0;
-  std::int64_t blocks = 0;     ///< per SM: the smallest of the four
+  std::int64_t blocks = 0;  ///< per SM: the smallest of the four
   std::int64_t warps_per_block = 0;
-  double occupancy = 0;        ///< resident warps / max_warps
+  double occupancy = 0;  ///< resident warps / max_warps
 };
 
 /// The occupancy of `l` on one SM of `sm`; nullopt when registers or the block size are unknown.
 [[nodiscard]] KERNELBRAIN_DECL std::optional<occupancy_estimate> estimate_occupancy(launch_facts const& l,
-                                                                                  sm_resources const& sm);
+                                                                                    sm_resources const& sm);
 
 /// How close one timing is to its shape's roofline floor.
 struct roofline_position {
-  double fraction = -1;        ///< floor seconds / measured seconds; < 0: unknown (no cost or machine)
-  bool memory_bound = true;    ///< the floor is set by bytes / bandwidth (else by flops / rate)
+  double fraction = -1;      ///< floor seconds / measured seconds; < 0: unknown (no cost or machine)
+  bool memory_bound = true;  ///< the floor is set by bytes / bandwidth (else by flops / rate)
   double floor_seconds = 0;
   double measured_seconds = 0;
-  double bytes = 0;            ///< the shape's minimal bytes (0: unknown)
+  double bytes = 0;  ///< the shape's minimal bytes (0: unknown)
   double flops = 0;
 };
 
@@ -239,9 +252,9 @@ struct roofline_position {
 /// Profiled and static tags together, in vocabulary order: a name both give is the profile's, and the
 /// static occupancy, grid and wave tags give way when the profile's `metrics` hold what they estimate
 /// (the launch's occupancy limits, waves, grid and SM count).
-[[nodiscard]] KERNELBRAIN_DECL std::vector<diagnosis_tag> merge_diagnoses(
-    std::vector<diagnosis_tag> const& profiled, std::vector<diagnosis_tag> const& statics,
-    std::map<std::string, double> const& metrics);
+[[nodiscard]] KERNELBRAIN_DECL std::vector<diagnosis_tag> merge_diagnoses(std::vector<diagnosis_tag> const& profiled,
+                                                                          std::vector<diagnosis_tag> const& statics,
+                                                                          std::map<std::string, double> const& metrics);
 
 /// A measurement's diagnosis: `statics` merged with the tags of a profile (`metrics`, at the shape of
 /// `roof`) when `why_not` is empty, else `statics` and a "profiler unavailable" tag saying `why_not`.

@@ -130,7 +130,7 @@ struct cuda_evaluator::state {
   detail::cuda::cuda_worker_client worker;
   detail::cuda::sanitizer_gate sanitizer;
   detail::cuda::ncu_profiler profiler;
-  sm_resources sm;  ///< the problem arch's SM, for the static occupancy
+  sm_resources sm;   ///< the problem arch's SM, for the static occupancy
   int sm_count = 0;  ///< the device's multiprocessors (0: no device seen)
   /// Profiles by (candidate id, shape): a candidate is profiled once per shape, whatever it is measured against.
   std::map<std::pair<std::uint64_t, std::size_t>, detail::cuda::profile_outcome> profiles;
@@ -201,7 +201,8 @@ struct cuda_evaluator::state {
     fingerprint = "cuda/v2; nvrtc " + device.nvrtc_version + "; options: " + compiler.options_text() +
                   "; device: " + device.device_text + "; gate: adversarial " + (opt.adversarial_inputs ? "on" : "off") +
                   ", checked timed calls " + std::to_string(opt.checked_timed_calls) + ", sanitizer " +
-                  (sanitizer.tool().empty() ? "off" : "on") + "; profiler: " + (profiler.tool().empty() ? "off" : "ncu");
+                  (sanitizer.tool().empty() ? "off" : "on") +
+                  "; profiler: " + (profiler.tool().empty() ? "off" : "ncu");
   }
 
   detail::cuda::built const& build(candidate const& c) {

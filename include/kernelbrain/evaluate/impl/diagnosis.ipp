@@ -77,22 +77,24 @@ inline void sort_by_vocabulary(std::vector<diagnosis_tag>& tags) {
   });
 }
 
-/// "registers allow 1 block per SM, shared memory 7, the block limit 32, warps 8": every limit, the
-/// binding one first.
+/// "registers allow 1 block per SM (shared memory would allow 7, the block limit 32, warps 8)": every
+/// limit, the binding one first.
 inline std::string limits_text(char const* first, std::int64_t first_blocks, std::int64_t regs, std::int64_t smem,
                                std::int64_t blocks, std::int64_t warps) {
   const bool plural = std::string_view(first) == "registers" || std::string_view(first) == "warps";
   std::string s = format("%s allow%s %lld block%s per SM", first, plural ? "" : "s",
                          static_cast<long long>(first_blocks), first_blocks == 1 ? "" : "s");
+  std::string others;
   auto add = [&](char const* what, std::int64_t v) {
     if (std::string_view(what) == first || v < 0) return;
-    s += format(", %s %lld", what, static_cast<long long>(v));
+    others += format("%s%s%s %lld", others.empty() ? "" : ", ", what, others.empty() ? " would allow" : "",
+                     static_cast<long long>(v));
   };
   add("registers", regs);
   add("shared memory", smem);
   add("the block limit", blocks);
   add("warps", warps);
-  return s;
+  return others.empty() ? s : s + " (" + others + ")";
 }
 
 /// Scale of a unit that ncu printed scaled (without --print-units base) to its base: bytes, and
@@ -103,8 +105,8 @@ inline double unit_scale(std::string_view unit) {
   if (unit == "second") return 1e9;
   if (unit.size() > 1 && (unit[0] == 'K' || unit[0] == 'M' || unit[0] == 'G' || unit[0] == 'T')) {
     const auto rest = unit.substr(1);
-    static constexpr std::string_view bases[] = {"byte", "cycle", "inst", "sector", "request", "warp", "thread",
-                                                 "block", "wavefront"};
+    static constexpr std::string_view bases[] = {"byte", "cycle",  "inst",  "sector",   "request",
+                                                 "warp", "thread", "block", "wavefront"};
     for (auto b : bases)
       if (rest.starts_with(b)) {
         switch (unit[0]) {
@@ -187,7 +189,8 @@ std::optional<occupancy_estimate> estimate_occupancy(launch_facts const& l, sm_r
   const std::int64_t unit = std::max(sm.register_unit, 1);
   const std::int64_t regs_per_warp = ((std::max(l.registers, 1) * std::int64_t{32} + unit - 1) / unit) * unit;
   e.by_registers = sm.registers / std::max<std::int64_t>(1, regs_per_warp * e.warps_per_block);
-  e.by_shared = sm.shared_bytes / std::max<std::int64_t>(1, std::max<std::int64_t>(l.shared_bytes, 0) + sm.reserved_shared);
+  e.by_shared =
+      sm.shared_bytes / std::max<std::int64_t>(1, std::max<std::int64_t>(l.shared_bytes, 0) + sm.reserved_shared);
   e.by_warps = sm.max_warps / e.warps_per_block;
   e.by_blocks = sm.max_blocks;
   e.blocks = std::min({e.by_registers, e.by_shared, e.by_warps, e.by_blocks});
@@ -219,12 +222,11 @@ std::vector<diagnosis_tag> diagnose_static(resources const& res, sm_resources co
   // Roofline position.
   if (roof.fraction > 0 && roof.measured_seconds > 0) {
     const double pct = 100 * roof.fraction;
-    const std::string floor_is =
-        roof.memory_bound
-            ? detail::diag::amount_text(roof.bytes, "B") + " at " +
-                  detail::diag::amount_text(roof.bytes / roof.floor_seconds, "B/s")
-            : detail::diag::amount_text(roof.flops, "FLOP") + " at " +
-                  detail::diag::amount_text(roof.flops / roof.floor_seconds, "FLOP/s");
+    const std::string floor_is = roof.memory_bound
+                                     ? detail::diag::amount_text(roof.bytes, "B") + " at " +
+                                           detail::diag::amount_text(roof.bytes / roof.floor_seconds, "B/s")
+                                     : detail::diag::amount_text(roof.flops, "FLOP") + " at " +
+                                           detail::diag::amount_text(roof.flops / roof.floor_seconds, "FLOP/s");
     const std::string d = format("%.0f%% of the roofline floor's speed: %s measured, floor %s (%s)", pct,
                                  detail::diag::seconds_text(roof.measured_seconds).c_str(),
                                  detail::diag::seconds_text(roof.floor_seconds).c_str(), floor_is.c_str());
@@ -252,20 +254,19 @@ std::vector<diagnosis_tag> diagnose_static(resources const& res, sm_resources co
           format("theoretical occupancy %.1f%% (%lld of %d warps per SM, blocks of %lld threads): ", pct,
                  static_cast<long long>(warps), sm.max_warps, static_cast<long long>(launch->threads_per_block));
       if (e->occupancy < th::limited_occupancy && e->by_registers == e->blocks)
-        out.push_back(detail::diag::tag(
-            limited_by_registers, pct,
-            head +
-                detail::diag::limits_text("registers", e->by_registers, e->by_registers, e->by_shared, e->by_blocks,
-                                          e->by_warps) +
-                format(" (%d registers per thread, %lld per SM)", launch->registers,
-                       static_cast<long long>(sm.registers))));
+        out.push_back(detail::diag::tag(limited_by_registers, pct,
+                                        head +
+                                            detail::diag::limits_text("registers", e->by_registers, e->by_registers,
+                                                                      e->by_shared, e->by_blocks, e->by_warps) +
+                                            format("; %d registers per thread, %lld per SM", launch->registers,
+                                                   static_cast<long long>(sm.registers))));
       if (e->occupancy < th::limited_occupancy && e->by_shared == e->blocks)
         out.push_back(detail::diag::tag(
             limited_by_shared_memory, pct,
             head +
                 detail::diag::limits_text("shared memory", e->by_shared, e->by_registers, e->by_shared, e->by_blocks,
                                           e->by_warps) +
-                format(" (%lld bytes per block + %lld reserved, %lld per SM)",
+                format("; %lld bytes per block + %lld reserved, %lld per SM",
                        static_cast<long long>(launch->shared_bytes), static_cast<long long>(sm.reserved_shared),
                        static_cast<long long>(sm.shared_bytes))));
       // A 1-warp block reaches exactly half the warps on sm_90 (32 blocks of 1 warp): "at most".
@@ -289,10 +290,10 @@ std::vector<diagnosis_tag> diagnose_static(resources const& res, sm_resources co
       }
     }
     if (sm_count > 0 && launch->blocks > 0 && launch->blocks < sm_count)
-      out.push_back(detail::diag::tag(small_grid, static_cast<double>(launch->blocks),
-                                      format("%lld blocks for %d SMs: %lld SMs have no work",
-                                             static_cast<long long>(launch->blocks), sm_count,
-                                             static_cast<long long>(sm_count - launch->blocks))));
+      out.push_back(detail::diag::tag(
+          small_grid, static_cast<double>(launch->blocks),
+          format("%lld blocks for %d SMs: %lld SMs have no work", static_cast<long long>(launch->blocks), sm_count,
+                 static_cast<long long>(sm_count - launch->blocks))));
   }
   detail::diag::sort_by_vocabulary(out);
   return out;
@@ -309,9 +310,9 @@ std::vector<diagnosis_tag> diagnose_profile(std::map<std::string, double> const&
   const auto dram = get(m, "dram__throughput.avg.pct_of_peak_sustained_elapsed");
   const auto sm = get(m, "sm__throughput.avg.pct_of_peak_sustained_elapsed");
   if (dram && *dram >= th::dram_near_pct)
-    out.push_back(detail::diag::tag(near_bandwidth, *dram,
-                                    format("DRAM throughput %.0f%% of peak%s", *dram,
-                                           sm ? format(" (SM %.0f%%)", *sm).c_str() : "")));
+    out.push_back(detail::diag::tag(
+        near_bandwidth, *dram,
+        format("DRAM throughput %.0f%% of peak%s", *dram, sm ? format(" (SM %.0f%%)", *sm).c_str() : "")));
   if (dram && sm && *sm >= th::compute_bound_sm_pct && *dram < th::compute_bound_dram_pct)
     out.push_back(detail::diag::tag(
         compute_bound, *sm,
@@ -357,10 +358,10 @@ std::vector<diagnosis_tag> diagnose_profile(std::map<std::string, double> const&
         spr ? format("; %.1f sectors per request (4 is ideal for 4-byte words, 16 for 16-byte vectors)", *spr) : "";
     if (eff && (!sectors || *sectors > 0)) {
       if (*eff < th::coalesced_pct)
-        out.push_back(detail::diag::tag(name, *eff,
-                                        format("only %.1f of each 32-byte sector %s used (%.1f%%)", 32 * *eff / 100,
-                                               what, *eff) +
-                                            per_request + ": neighbouring threads touch different sectors"));
+        out.push_back(
+            detail::diag::tag(name, *eff,
+                              format("only %.1f of each 32-byte sector %s used (%.1f%%)", 32 * *eff / 100, what, *eff) +
+                                  per_request + ": neighbouring threads touch different sectors"));
     } else if (!eff && spr && *spr > th::max_coalesced_sectors_per_request) {
       out.push_back(detail::diag::tag(name, 400 / *spr,
                                       format("%.1f sectors per request (4 is ideal for 4-byte words, 16 for 16-byte "
@@ -380,8 +381,9 @@ std::vector<diagnosis_tag> diagnose_profile(std::map<std::string, double> const&
     const double conflicts = cl.value_or(0) + cs.value_or(0), wavefronts = wl.value_or(0) + ws.value_or(0);
     if ((cl || cs) && wavefronts > 0 && conflicts / wavefronts >= th::bank_conflict_fraction) {
       const double share = std::min(1.0, conflicts / wavefronts);
-      const std::string ways =
-          wavefronts > conflicts ? format("%.2f-way on average", wavefronts / (wavefronts - conflicts)) : "every access";
+      const std::string ways = wavefronts > conflicts
+                                   ? format("%.2f-way on average", wavefronts / (wavefronts - conflicts))
+                                   : "every access";
       out.push_back(detail::diag::tag(
           bank_conflicts, 100 * share,
           format("%.0f%% of shared-memory wavefronts are bank-conflict replays (%s; %.3g of %.3g wavefronts, "
@@ -410,10 +412,9 @@ std::vector<diagnosis_tag> diagnose_profile(std::map<std::string, double> const&
                                       block ? format(" (blocks of %.0f threads)", *block).c_str() : "");
       const double frac = *theo / 100;
       if (frac < th::limited_occupancy && r == least)
-        out.push_back(detail::diag::tag(
-            limited_by_registers, *theo,
-            head + detail::diag::limits_text("registers", r, r, s, b, w) +
-                (regs ? format(" (%.0f registers per thread)", *regs) : std::string{})));
+        out.push_back(detail::diag::tag(limited_by_registers, *theo,
+                                        head + detail::diag::limits_text("registers", r, r, s, b, w) +
+                                            (regs ? format("; %.0f registers per thread", *regs) : std::string{})));
       if (frac < th::limited_occupancy && s == least)
         out.push_back(detail::diag::tag(limited_by_shared_memory, *theo,
                                         head + detail::diag::limits_text("shared memory", s, r, s, b, w)));
@@ -445,9 +446,8 @@ std::vector<diagnosis_tag> diagnose_profile(std::map<std::string, double> const&
                    100 * (full - *waves) / full)));
     }
     if (grid && sms && *grid < *sms)
-      out.push_back(detail::diag::tag(small_grid, *grid,
-                                      format("%.0f blocks for %.0f SMs: %.0f SMs have no work", *grid, *sms,
-                                             *sms - *grid)));
+      out.push_back(detail::diag::tag(
+          small_grid, *grid, format("%.0f blocks for %.0f SMs: %.0f SMs have no work", *grid, *sms, *sms - *grid)));
   }
 
   // Stall reasons, as shares of the cycles between a warp's issued instructions.
@@ -471,8 +471,7 @@ std::vector<diagnosis_tag> diagnose_profile(std::map<std::string, double> const&
         {"math_pipe_throttle", math_pipe_stalls, th::math_pipe_share, "wait for a busy math pipe"},
     };
     for (auto const& r : reasons) {
-      const auto v =
-          get(m, std::string("smsp__average_warps_issue_stalled_") + r.metric + "_per_issue_active.ratio");
+      const auto v = get(m, std::string("smsp__average_warps_issue_stalled_") + r.metric + "_per_issue_active.ratio");
       if (!v) continue;
       const double share = *v / *total;
       if (share >= r.share)
@@ -493,7 +492,8 @@ std::vector<diagnosis_tag> merge_diagnoses(std::vector<diagnosis_tag> const& pro
   const bool has_occupancy = metrics.count("launch__occupancy_limit_registers") > 0 ||
                              metrics.count("sm__maximum_warps_per_active_cycle_pct") > 0;
   const bool has_waves = metrics.count("launch__waves_per_multiprocessor") > 0;
-  const bool has_grid = metrics.count("launch__grid_size") > 0 && metrics.count("device__attribute_multiprocessor_count") > 0;
+  const bool has_grid =
+      metrics.count("launch__grid_size") > 0 && metrics.count("device__attribute_multiprocessor_count") > 0;
   for (auto const& t : statics) {
     if (std::any_of(out.begin(), out.end(), [&](diagnosis_tag const& p) { return p.name == t.name; })) continue;
     if (has_occupancy &&

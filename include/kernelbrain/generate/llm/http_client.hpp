@@ -53,12 +53,12 @@ struct http_client_options {
   std::size_t max_tokens = 0;
   /// Requests in flight at once (complete_all's width; complete() from more threads waits). >= 1.
   std::size_t concurrency = 4;
-  double connect_timeout_seconds = 10;  ///< resolve, connect, proxy CONNECT and TLS handshake, per attempt
+  double connect_timeout_seconds = 10;   ///< resolve, connect, proxy CONNECT and TLS handshake, per attempt
   double request_timeout_seconds = 600;  ///< per attempt, the whole exchange from connect to last byte
   unsigned max_retries = 4;              ///< attempts after the first, on retryable faults only
-  double backoff_base_seconds = 1;  ///< retry k (from 0) waits uniform(0, min(max, base * 2^k)) ("full jitter")
+  double backoff_base_seconds = 1;       ///< retry k (from 0) waits uniform(0, min(max, base * 2^k)) ("full jitter")
   double backoff_max_seconds = 30;
-  double retry_after_cap_seconds = 120;  ///< a server's Retry-After is honoured up to this
+  double retry_after_cap_seconds = 120;                ///< a server's Retry-After is honoured up to this
   std::size_t max_reply_bytes = std::size_t{8} << 20;  ///< reply body limit (8 MiB); a larger one is not read
   /// A PEM file of CA certificates trusted in addition to the system's default paths.
   std::string ca_file;
@@ -69,8 +69,8 @@ struct http_client_options {
   double price_per_output_token = 0;
   /// An http:// proxy, "host:port" or "http://[user:password@]host:port", used for every request.
   /// Empty (the default): from the environment (https targets: https_proxy, HTTPS_PROXY; http
-  /// targets: http_proxy, HTTP_PROXY), unless no_proxy / NO_PROXY names the host. "none": no proxy,
-  /// whatever the environment says.
+  /// targets: http_proxy, HTTP_PROXY), unless no_proxy / NO_PROXY names the host or the host is
+  /// localhost or a loopback address. "none": no proxy, whatever the environment says.
   std::string proxy;
   std::uint64_t jitter_seed = 0;  ///< seeds the backoff jitter: equal seeds, equal waits for equal faults
   std::string anthropic_version = "2023-06-01";  ///< the anthropic-version header
@@ -88,11 +88,11 @@ namespace http_detail {
 
 /// A parsed http:// or https:// URL.
 struct url {
-  std::string scheme;  ///< "http" or "https"
+  std::string scheme;    ///< "http" or "https"
   std::string userinfo;  ///< "user:password" before '@' (proxies only), else empty
   std::string host;      ///< without brackets for IPv6
   std::uint16_t port = 0;
-  std::string path;  ///< "" or "/..." without a trailing '/'
+  std::string path;                                                ///< "" or "/..." without a trailing '/'
   [[nodiscard]] KERNELBRAIN_DECL std::string authority() const;    ///< host:port, [v6]:port
   [[nodiscard]] KERNELBRAIN_DECL std::string host_header() const;  ///< host, and :port if not the scheme's
 };
@@ -110,7 +110,8 @@ struct url {
 using env_lookup = char const* (*)(char const*);
 
 /// The proxy to use for `target`: "" for none. `explicit_proxy` as http_client_options::proxy says
-/// (given: used; "none": none; empty: the environment's, NO_PROXY honoured); `env` reads the
+/// (given: used; "none": none; empty: the environment's, NO_PROXY honoured, never for localhost or a
+/// loopback address); `env` reads the
 /// environment (std::getenv in the client).
 [[nodiscard]] KERNELBRAIN_DECL std::string proxy_for(url const& target, std::string_view explicit_proxy,
                                                      env_lookup env);

@@ -509,6 +509,9 @@ inline resume_state to_resume_state(journal_contents& c) {
     s.outcomes.insert_or_assign(key, std::move(o));
   }
   s.last_seq = c.last_seq;
+  // A run that ended (a suspended one, or one resumed with more budget) goes on past its `stopped`
+  // event: the resumed run writes what happens at that seq, so the old stop is superseded.
+  if (!c.events.empty() && c.events.back().e.kind == event_kind::stopped) s.last_seq = c.events.back().e.seq - 1;
   return s;
 }
 

@@ -8,6 +8,7 @@
 // asynchronous step run to completion or to its deadline on the calling thread (run_until below).
 // No state is shared between calls but the immutable options, the TLS context and the jitter RNG.
 #pragma once
+#include <algorithm>
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/address.hpp>
@@ -26,7 +27,6 @@
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 #include <boost/json/value.hpp>
-#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <chrono>
@@ -277,6 +277,10 @@ KERNELBRAIN_DECL std::string proxy_for(url const& target, std::string_view expli
   const std::string l = lower(p);
   if (l == "none" || l == "direct") return {};
   if (!p.empty()) return p;  // given in the options: used as it is
+  // The environment's proxy is never for this machine (as Go's net/http has it): localhost and
+  // loopback addresses go direct.
+  if (target.host == "localhost" || target.host.ends_with(".localhost")) return {};
+  if (error_code ec; net::ip::make_address(target.host, ec).is_loopback() && !ec) return {};
   if (target.scheme == "https") {
     p = get("https_proxy");
     if (p.empty()) p = get("HTTPS_PROXY");
@@ -532,7 +536,8 @@ class http_model_client final : public model_client {
       return std::getenv(n);  // NOLINT(concurrency-mt-unsafe): read once, at construction
     });
     if (!proxy.empty()) {
-      proxy_ = parse_url(proxy.find("://") == std::string::npos ? "http://" + proxy : proxy, "http model client: proxy");
+      proxy_ =
+          parse_url(proxy.find("://") == std::string::npos ? "http://" + proxy : proxy, "http model client: proxy");
       if (proxy_->scheme != "http")
         fail("the proxy " + proxy_->authority() + " must be an http:// proxy (TLS to the proxy is not supported)");
       if (!proxy_->userinfo.empty()) {
@@ -597,8 +602,8 @@ class http_model_client final : public model_client {
     const slot s(*this);
     const chat_reply reply = run(r, std::min(options_.max_retries, 2U));
     if (reply.status == call_status::failed)
-      throw error(redact("model check failed (" + std::string(to_string(options_.format)) + " endpoint " +
-                         endpoint_ + ", model '" + options_.model + "'): " + reply.error));
+      throw error(redact("model check failed (" + std::string(to_string(options_.format)) + " endpoint " + endpoint_ +
+                         ", model '" + options_.model + "'): " + reply.error));
   }
 
  private:
@@ -626,7 +631,7 @@ class http_model_client final : public model_client {
 
   [[nodiscard]] std::string redact(std::string s) const {
     for (auto const& secret : secrets_) {
-      if (secret.empty()) continue;
+      if (secret.size() < 4) continue;  // too short to find without mangling the text (and to matter)
       for (auto at = s.find(secret); at != std::string::npos; at = s.find(secret, at + 9))
         s.replace(at, secret.size(), "[api key]");
     }
@@ -634,8 +639,9 @@ class http_model_client final : public model_client {
   }
 
   double backoff(unsigned retry) {
-    const double ceiling = std::min(options_.backoff_max_seconds,
-                                    options_.backoff_base_seconds * std::ldexp(1.0, static_cast<int>(std::min(retry, 60U))));
+    const double ceiling =
+        std::min(options_.backoff_max_seconds,
+                 options_.backoff_base_seconds * std::ldexp(1.0, static_cast<int>(std::min(retry, 60U))));
     std::uint64_t bits = 0;
     {
       const std::lock_guard lock(rng_mu_);
@@ -687,8 +693,7 @@ class http_model_client final : public model_client {
       reply = std::move(r.reply);
       reply.attempts = k + 1;
       if (!r.retry || k >= max_retries) break;
-      const double wait =
-          r.retry_after ? std::min(*r.retry_after, options_.retry_after_cap_seconds) : backoff(k);
+      const double wait = r.retry_after ? std::min(*r.retry_after, options_.retry_after_cap_seconds) : backoff(k);
       if (wait > 0) std::this_thread::sleep_for(to_duration(wait));
     }
     reply.latency_seconds = std::chrono::duration<double>(steady::now() - start).count();
@@ -729,8 +734,7 @@ class http_model_client final : public model_client {
       if (ec == net::error::host_not_found || ec == net::error::no_data)
         return fault("cannot resolve host '" + hop.host + "' (" + lower_message(ec) + ")", false);
       if (ec || endpoints.empty())
-        return fault("cannot resolve host '" + hop.host + "' (" + (ec ? lower_message(ec) : "no address") + ")",
-                     true);
+        return fault("cannot resolve host '" + hop.host + "' (" + (ec ? lower_message(ec) : "no address") + ")", true);
     }
     ec = run_until(
         ioc, connect_deadline,
@@ -766,7 +770,7 @@ class http_model_client final : public model_client {
       const unsigned code = parser.get().result_int();
       if (code / 100 != 2)
         return fault(where + " refused the tunnel to " + target_.authority() + " (HTTP " + std::to_string(code) + " " +
-                         std::string(parser.get().reason()) + ")",
+                         std::string(bhttp::obsolete_reason(parser.get().result())) + ")",
                      code >= 500 || code == 429);
     }
 
@@ -786,24 +790,26 @@ class http_model_client final : public model_client {
           ioc, connect_deadline, [&](done d) { tls.async_handshake(net::ssl::stream_base::client, d); },
           [&] { close_socket(tls.next_layer()); });
       if (ec == net::error::timed_out)
-        return fault("the TLS handshake with " + target_.authority() + " did not finish within " + connect_limit,
-                     true);
+        return fault("the TLS handshake with " + target_.authority() + " did not finish within " + connect_limit, true);
       if (ec) {
         const long verify = SSL_get_verify_result(ssl);
         if (options_.verify_tls && verify != X509_V_OK)
-          return fault("the TLS certificate of " + target_.authority() + " is not trusted: " +
-                           X509_verify_cert_error_string(verify) +
+          return fault("the TLS certificate of " + target_.authority() +
+                           " is not trusted: " + X509_verify_cert_error_string(verify) +
                            " (give its CA certificate in ca_file, or set verify_tls = false)",
                        false);
-        return fault("the TLS handshake with " + target_.authority() + " failed: " + lower_message(ec),
+        return fault("the TLS handshake with " + target_.authority() + " failed: " + lower_message(ec) +
+                         " (does it speak https?)",
                      ec.category() != net::error::get_ssl_category());
       }
-      return exchange(ioc, tls, [&] { close_socket(tls.next_layer()); }, deadline, body, prompt_estimate);
+      return exchange(
+          ioc, tls, [&] { close_socket(tls.next_layer()); }, deadline, body, prompt_estimate);
 #else
       return fault("https:// needs a build with OpenSSL", false);  // make_http_client refuses it first
 #endif
     }
-    return exchange(ioc, socket, [&] { close_socket(socket); }, deadline, body, prompt_estimate);
+    return exchange(
+        ioc, socket, [&] { close_socket(socket); }, deadline, body, prompt_estimate);
   }
 
   [[nodiscard]] static std::string user_agent() { return "kernelbrain/" + std::string(library_version); }
@@ -841,8 +847,7 @@ class http_model_client final : public model_client {
     parser.body_limit(static_cast<std::uint64_t>(options_.max_reply_bytes));
     ec = run_until(
         ioc, deadline,
-        [&](done d) { bhttp::async_read(stream, buffer, parser, [d](error_code e, std::size_t) { d(e); }); },
-        cancel);
+        [&](done d) { bhttp::async_read(stream, buffer, parser, [d](error_code e, std::size_t) { d(e); }); }, cancel);
     if (ec) {
       const std::size_t got = parser.get().body().size();
       if (ec == bhttp::error::body_limit)
@@ -868,7 +873,8 @@ class http_model_client final : public model_client {
     }
     auto& res = parser.get();
     auto const retry_after = res.find(bhttp::field::retry_after);
-    return interpret(res.result_int(), std::string(res.reason()),
+    const auto known = bhttp::obsolete_reason(res.result());  // the standard phrase, whatever the server said
+    return interpret(res.result_int(), known == "<unknown-status>" ? std::string(res.reason()) : std::string(known),
                      retry_after == res.end() ? std::string{} : std::string(retry_after->value()), res.body(),
                      prompt_estimate);
   }
@@ -947,7 +953,8 @@ class http_model_client final : public model_client {
       }
     } else {
       auto const* content = o->if_contains("content");
-      if (content == nullptr || !content->is_array()) return fault("the reply has no content: " + excerpt(body, 120), true);
+      if (content == nullptr || !content->is_array())
+        return fault("the reply has no content: " + excerpt(body, 120), true);
       for (auto const& part : content->get_array())
         if (part.is_object() && string_of(part.get_object().if_contains("type")) == "text")
           reply.text += string_of(part.get_object().if_contains("text"));

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# Issue 10 on the H200: the model in the loop through the exchange client, one round per device call.
+#   PART=tests  build, then ctest -L gpu (the profiler test: uncoalesced and register-starved kernels)
+#   PART=first  the GPU profiler tests only, then a round (one device call)
+#   PART=round  build the CLI and the worker, then run (or resume) the default composition with a model
+#               for softmax, linear_relu_div (strict fp32) and sdpa_fp16 through --exchange; each search
+#               stops at "waiting for N answers" (exit 75) or at its budget. State (journals, prompt and
+#               answer files) lives in this folder's state/ and travels with the working tree.
+#   PART=final  as round, then the side-by-side of the best model-written and best catalogue kernels
+#               against PyTorch eager and torch.compile, and the journal summaries.
+# Everything comes back in $OUT/issue10-<part>.tar.gz; the last lines printed are a short table.
+set -uo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+cd "$HERE/../../.."
+OUT=${OUT:-/tmp/out}
+LOGS=$OUT/logs
+mkdir -p "$LOGS"
+t0=$(date +%s)
+PART=${PART:-round}
+BUDGET=${KB_BUDGET:-30s}
+PROBLEMS=${KB_PROBLEMS:-softmax linear_relu_div sdpa_fp16}
+targets="kernelbrain_cli kernelbrain_cuda_worker kernelbrain_kernel_prep"
+{ date -u; nvidia-smi -L; command -v ncu; ncu --version 2>&1 | tail -1; } > "$LOGS/env.txt" 2>&1
+cmake -S . -B build/release -G Ninja -DCMAKE_BUILD_TYPE=Release > "$LOGS/configure.log" 2>&1
+cmake --build build/release -j "$(nproc)" --target $targets > "$LOGS/build.log" 2>&1 || { tail -40 "$LOGS/build.log"; exit 1; }
+case "$PART" in tests|first)
+  cmake --build build/release -j "$(nproc)" --target kernelbrain_gpu_tests > "$LOGS/build-gpu-tests.log" 2>&1 ||
+    { echo "GPU tests did not build:"; grep -E "error" "$LOGS/build-gpu-tests.log" | head -10; } ;;
+esac
+echo "built in $(( $(date +%s) - t0 )) s"
+K=build/release/apps/kernelbrain/kernelbrain
+case "$PART" in
+  tests)
+    timeout ${KB_TIMEOUT:-420} ctest --test-dir build/release -L gpu --output-on-failure > "$LOGS/ctest-gpu.log" 2>&1
+    echo "== ctest -L gpu rc $?, $(( $(date +%s) - t0 )) s =="
+    grep -E "Test +#|tests passed|tests failed|profil|diagnos|TEST CASE|ERROR|CHECK" "$LOGS/ctest-gpu.log" | tail -40
+    ;;
+  first|round|final)
+    if [ "$PART" = first ]; then
+      timeout 120 build/release/tests/kernelbrain_gpu_tests -tc='*profil*,*diagnos*' > "$LOGS/gpu-profiler.log" 2>&1
+      echo "== gpu profiler tests rc $? ($(( $(date +%s) - t0 )) s)"
+      grep -vE "^\s*$" "$LOGS/gpu-profiler.log" | tail -25
+    fi
+    for p in $PROBLEMS; do
+      S=$HERE/state/$p
+      mkdir -p "$S"
+      resume=""
+      [ -f "$S/journal.jsonl" ] && resume="--resume"
+      timeout ${KB_SEARCH_TIMEOUT:-120} $K tune "$p" --backend cuda --budget "$BUDGET" --seed 1 \
+        --exchange "$S/exchange" --journal "$S/journal.jsonl" --best-out "$S/best.json" --no-progress $resume \
+        > "$S/tune-$(date +%H%M%S).log" 2>&1
+      rc=$?
+      echo "== $p rc $rc ($(( $(date +%s) - t0 )) s): $(grep -E 'stop reason' "$S"/tune-*.log | tail -1 | sed 's/ \+/ /g')"
+      grep -hE "evaluations|model replies|model tokens|  speedup|  family|cache hits" $(ls -t "$S"/tune-*.log | head -1)
+    done
+    if [ "$PART" = final ]; then
+      for p in $PROBLEMS; do
+        S=$HERE/state/$p
+        python3 "$HERE/journal_best.py" "$S/journal.jsonl" "examples/cuda_problems/$p" --out-dir "$S" > "$S/summary.md" 2>&1
+        for which in model catalogue; do
+          [ -s "$S/best-$which.json" ] || continue
+          timeout 240 python3 bench/side_by_side.py --kernels "$S/best-$which.json" \
+            --prep build/release/kernelbrain_kernel_prep --samples 21 > "$S/side-by-side-$which.log" 2>&1
+          echo "== side by side $p $which rc $?"
+          tail -n 12 "$S/side-by-side-$which.log"
+        done
+      done
+    fi
+    tar czf "$OUT/issue10-state.tar.gz" -C "$HERE" state
+    ;;
+esac
+tar czf "$OUT/issue10-$PART-logs.tar.gz" -C "$OUT" logs && rm -rf "$LOGS"

@@ -1,0 +1,329 @@
+// The model in the loop, end to end on the host backend: a scripted model behind the loopback HTTP
+// server (tests/llm_loopback_server.hpp) writes real candidates, some broken, for the default
+// composition through the real HTTP client; the journal records every exchange, tokens are charged to
+// the budget, broken kernels become repair prompts; a re-run from the recorded answers asks the same
+// prompts and proposes the same candidates in the same order, and its gate gives the same verdicts; an
+// exchange search answered by another process completes; a suspended exchange search resumes without
+// re-running anything.
+#include <doctest/doctest.h>
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <kernelbrain/evaluate/host.hpp>
+#include <kernelbrain/generate/llm/exchange_client.hpp>
+#include <kernelbrain/generate/llm/http_client.hpp>
+#include <kernelbrain/generate/llm/recorded_client.hpp>
+#include <kernelbrain/io/journal.hpp>
+#include <kernelbrain/io/problem_loader.hpp>
+#include <kernelbrain/search.hpp>
+#include <kernelbrain/strategies/all.hpp>
+#include <map>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+#include "cli_helpers.hpp"
+#include "journal_helpers.hpp"
+#include "llm_loopback_server.hpp"
+#include "temp_dir.hpp"
+
+using namespace kernelbrain;
+using kb_test::loopback_server;
+using kb_test::received_request;
+using kb_test::server_action;
+using kb_test::usage_counts;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string softmax_dir() { return std::string(KB_SOURCE_DIR) + "/examples/problems/softmax"; }
+
+std::string seed_source() { return kb_test::slurp(softmax_dir() + "/seed.cpp"); }
+
+/// The scripted model: what it answers depends only on the prompt's text (never on arrival order), so
+/// that the search is the same at any concurrency. Repair prompts get a correct kernel; others get,
+/// by a hash of the prompt, a correct kernel (unique per prompt), one missing an include (repaired by
+/// the parser), one that does not compile, one that is wrong, or prose without code.
+std::string scripted_answer(std::string const& prompt_text) {
+  const auto h = hasher{}.bytes(prompt_text).digest();
+  const std::string tag = "// variant " + to_hex(h) + "\n";
+  auto fenced = [](std::string const& code) { return "Here is my kernel.\n\n```cpp\n" + code + "```\n"; };
+  if (prompt_text.find("was rejected; the verdict says why") != std::string::npos) return fenced(tag + seed_source());
+  switch (h % 5) {
+    case 0:
+      return fenced(tag + seed_source());
+    case 1: {  // no #include <cmath>: the parser adds it
+      auto src = seed_source();
+      src.erase(src.find("#include <cmath>"), 16);
+      return fenced(tag + src);
+    }
+    case 2:
+      return fenced(tag +
+                    "#include \"kernelbrain/evaluate/host_abi.h\"\nextern \"C\" void kb_kernel(const kb_args* a) { "
+                    "this is not C++ }\n");
+    case 3:  // compiles, wrong: writes zeros
+      return fenced(tag +
+                    "#include <cstring>\n#include \"kernelbrain/evaluate/host_abi.h\"\nextern \"C\" void "
+                    "kb_kernel(const kb_args* a) { std::memset(a->outputs[0], 0, sizeof(float) * a->dims[0] * "
+                    "a->dims[1]); }\n");
+    default:
+      return "I would rather not write code today.";
+  }
+}
+
+host_options fast_host() {
+  host_options o;
+  o.cache_dir = kb_test::process_dir("llm-search");
+  o.run_timeout = 2.0;
+  o.compile_timeout = 120;
+  return o;
+}
+
+struct run_record {
+  search_result result;
+  journal_contents journal;
+};
+
+run_record run_search(problem const& p, std::shared_ptr<llm::model_client> client, fs::path const& journal_path,
+                      std::optional<resume_state> measurements = std::nullopt, std::uint64_t evals = 24) {
+  auto setup = std::make_shared<model_setup>();
+  setup->client = std::move(client);
+  auto policies = builtin_strategies(setup).make("default", p, strategy_options::parse("explore_batch=4"));
+  host_evaluator ev(p, fast_host());
+  search_options so;
+  so.seed = 3;
+  so.limits.evaluations = evals;
+  const auto rungs = policies.ladder.rungs();
+  const run_header header{p.name, "default+model", so.seed, ev.fingerprint(),
+                          ladder_digest(std::vector<rung>(rungs.begin(), rungs.end()))};
+  jsonl_journal j(journal_path, header, so.limits, journal_mode::create);
+  so.journal = &j;
+  if (measurements) {
+    measurements->last_seq = 0;  // a new journal: write every event
+    so.resume = std::move(measurements);
+  }
+  run_record r;
+  r.result = search(p, std::move(policies), ev, so);
+  j.throw_if_failed();
+  r.journal = read_journal(journal_path);
+  return r;
+}
+
+std::vector<std::string> exchange_keys(journal_contents const& j) {
+  std::vector<std::string> out;
+  for (auto const& x : j.exchanges) out.push_back(x.x.key + "#" + std::to_string(x.x.occurrence));
+  return out;
+}
+std::vector<std::string> proposals(journal_contents const& j) {
+  std::vector<std::string> out;
+  for (auto const& e : j.events)
+    if (e.e.kind == event_kind::proposed) out.push_back(e.e.id.str() + " " + e.e.note);
+  return out;
+}
+std::vector<std::string> rejections(journal_contents const& j) {
+  std::vector<std::string> out;
+  for (auto const& e : j.events)
+    if (e.e.kind == event_kind::rejected) out.push_back(e.e.id.str() + " " + std::string(to_string(e.e.result.where)));
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("a host search through the HTTP client: a scripted model's kernels are parsed, repaired, gated and "
+          "measured; a re-run from recorded answers asks and proposes the same, and its gate agrees") {
+  kb_test::temp_dir dir("llm-search");
+  const auto p = load_problem(softmax_dir());
+  std::atomic<int> requests{0};
+  loopback_server server([&](received_request const& r) {
+    ++requests;
+    return server_action::openai(scripted_answer(r.prompt_text()), "stop", usage_counts{1000, 200});
+  });
+  llm::http_client_options h;
+  h.base_url = server.url();
+  h.model = "scripted";
+  h.concurrency = 4;
+  auto live = run_search(p, llm::make_http_client(h), dir / "live.jsonl");
+
+  auto const& xs = live.journal.exchanges;
+  REQUIRE_MESSAGE(xs.size() >= 3, "the model was asked too little to test anything: ", xs.size());
+  CHECK(static_cast<int>(xs.size()) == requests.load());
+  // Tokens as the endpoint reported them, charged to the budget.
+  CHECK(live.result.used.llm_tokens == 1200 * xs.size());
+  std::set<std::string> parse;
+  bool repaired = false, repair_prompt = false;
+  for (auto const& x : xs) {
+    parse.insert(x.x.parse_status);
+    CHECK(x.x.status == "ok");
+    CHECK(x.x.model == "loopback-model");
+    CHECK_FALSE(x.x.estimated);
+    repaired = repaired || !x.x.repairs.empty();
+    repair_prompt = repair_prompt || x.x.purpose.starts_with("repair:");
+    if (x.x.parse_status == "ok") CHECK(x.x.candidate.has_value());
+    if (x.x.parse_status == "no_code") CHECK_FALSE(x.x.candidate.has_value());
+  }
+  INFO("parse statuses seen: ", parse.size());
+  CHECK(parse.contains("ok"));
+  // Every model-written candidate is in the history with its origin, and the gate judged it.
+  std::size_t written = 0, measured = 0, rejected = 0;
+  for (auto const& e : live.journal.events) {
+    if (e.e.kind == event_kind::proposed && e.e.note.starts_with("llm:")) ++written;
+    if (e.e.kind == event_kind::model_reply) CHECK(e.e.note.find(':') != std::string::npos);
+  }
+  std::set<candidate_id> llm_ids;
+  for (auto const& x : xs)
+    if (x.x.candidate) llm_ids.insert(*x.x.candidate);
+  for (auto const& o : live.journal.outcomes) {
+    if (!llm_ids.contains(o.id)) continue;
+    if (o.passed())
+      ++measured;
+    else
+      ++rejected;
+  }
+  CHECK(written >= 1);
+  INFO("model candidates measured ", measured, ", rejected ", rejected, "; repaired ", repaired, ", repair prompt ",
+       repair_prompt);
+  CHECK(measured + rejected >= 1);
+
+  // Re-run with no model: the recorded answers, and the recorded measurements (timings on a live CPU
+  // are noise, and a promotion that flips asks another prompt). The prompts and proposals must be the
+  // same, in the same order, at concurrency 1.
+  std::vector<model_exchange> recorded;
+  for (auto const& x : xs) recorded.push_back(x.x);
+  auto replay_client = std::make_shared<llm::recorded_client>(recorded);
+  auto replay = run_search(p, replay_client, dir / "replay.jsonl", load_journal(dir / "live.jsonl"));
+  CHECK(replay.result.stop_reason == live.result.stop_reason);
+  CHECK(exchange_keys(replay.journal) == exchange_keys(live.journal));
+  CHECK(proposals(replay.journal) == proposals(live.journal));
+  CHECK(rejections(replay.journal) == rejections(live.journal));
+  // The gate itself, run again for real on every model-written candidate, gives the recorded verdicts.
+  host_evaluator ev(p, fast_host());
+  auto gate = policy_gate::for_problem(p);
+  std::map<candidate_id, stage> recorded_gate;
+  for (auto const& o : live.journal.outcomes)
+    if (o.gated) recorded_gate[o.id] = o.gate.where;
+  std::size_t rechecked = 0;
+  for (auto const& e : replay.journal.events) {
+    if (e.e.kind != event_kind::proposed || !e.cand || !llm_ids.contains(e.e.id)) continue;
+    auto it = recorded_gate.find(e.e.id);
+    if (it == recorded_gate.end()) continue;  // never dispatched within the budget
+    candidate c = *e.cand;
+    CHECK_MESSAGE(gate.admit(c, ev).where == it->second, "candidate ", e.e.id.str());
+    ++rechecked;
+  }
+  CHECK(rechecked >= 1);
+}
+
+TEST_CASE("recorded answers: a prompt the recording lacks suspends the search with the reason") {
+  auto c = std::make_shared<llm::recorded_client>(std::vector<model_exchange>{});
+  llm::chat_request r;
+  r.prompt.user = "anything";
+  const auto reply = c->complete(r);
+  CHECK(reply.status == llm::call_status::waiting);
+  CHECK(reply.error.find("no recorded answer") != std::string::npos);
+}
+
+#ifdef KB_CLI_PATH
+namespace {
+
+/// Answers every prompt file in `folder` that has no answer yet; returns how many it answered.
+std::size_t answer_all(fs::path const& folder) {
+  std::size_t n = 0;
+  for (auto const& e : fs::directory_iterator(folder)) {
+    const auto name = e.path().filename().string();
+    if (!name.starts_with("prompt-") || !name.ends_with(".md")) continue;
+    const auto answer = folder / ("answer-" + name.substr(7));
+    if (fs::exists(answer)) continue;
+    const auto text = kb_test::slurp(e.path());
+    kb_test::spit(answer.string() + ".tmp", scripted_answer(text));
+    fs::rename(answer.string() + ".tmp", answer);
+    ++n;
+  }
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("an exchange search answered by another process completes") {
+  kb_test::temp_dir dir("llm-exchange-wait");
+  const auto folder = dir / "exchange";
+  fs::create_directories(folder);
+  const pid_t answerer = ::fork();
+  REQUIRE(answerer >= 0);
+  if (answerer == 0) {  // the other process: answers whatever appears, until killed
+    for (;;) {
+      try {
+        (void)answer_all(folder);
+      } catch (...) {
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  }
+  const auto r = kb_test::run_cli({"tune", softmax_dir(), "--budget", "16evals", "--strategy", "default:explore_batch=4",
+                                   "--exchange", folder.string(), "--exchange-wait", "300", "--no-progress"},
+                                  dir);
+  ::kill(answerer, SIGKILL);
+  ::waitpid(answerer, nullptr, 0);
+  INFO(r.out, r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(kb_test::summary(r.out, "stop reason") == "evaluation budget spent");
+  CHECK(kb_test::contains(kb_test::summary(r.out, "model tokens"), "estimated"));
+  CHECK(kb_test::summary(r.out, "model replies") != "0 (0 usable)");
+}
+
+TEST_CASE("a suspended exchange search resumes without re-running anything") {
+  kb_test::temp_dir dir("llm-exchange-suspend");
+  const auto folder = dir / "exchange";
+  const auto journal = dir / "run.jsonl";
+  std::vector<std::string> args{"tune",         softmax_dir(),    "--budget",  "16evals",      "--strategy",
+                                "default:explore_batch=4", "--exchange", folder.string(), "--journal",
+                                journal.string(), "--no-progress"};
+  auto r = kb_test::run_cli(args, dir);
+  INFO(r.out, r.err);
+  REQUIRE(r.exit_code == 75);
+  CHECK(kb_test::contains(kb_test::summary(r.out, "stop reason"), "waiting for"));
+  args.emplace_back("--resume");
+  int rounds = 0;
+  while (r.exit_code == 75 && rounds < 8) {
+    ++rounds;
+    REQUIRE(answer_all(folder) >= 1);
+    const auto before = read_journal(journal);
+    r = kb_test::run_cli(args, dir);
+    INFO("round ", rounds, "\n", r.out, r.err);
+    REQUIRE((r.exit_code == 0 || r.exit_code == 75));
+    // Every evaluation the journal held came from it, none was run again.
+    CHECK(std::stoul(kb_test::summary(r.out, "cache hits")) == before.outcomes.size());
+    const auto after = read_journal(journal);
+    std::set<std::pair<candidate_id, std::size_t>> seen;
+    for (auto const& o : after.outcomes) CHECK_MESSAGE(seen.insert({o.id, o.rung}).second, "evaluated twice: ", o.id.str());
+    // Exchanges answered in an earlier round were not written again.
+    std::set<std::string> keys;
+    for (auto const& x : after.exchanges)
+      CHECK_MESSAGE(keys.insert(x.x.key + "#" + std::to_string(x.x.occurrence)).second, "exchange twice: ", x.x.key);
+  }
+  CHECK(r.exit_code == 0);
+  CHECK(rounds >= 1);
+  // Every answer the rounds gave is in the journal, once.
+  const auto final_journal = read_journal(journal);
+  std::size_t answers = 0;
+  for (auto const& e : fs::directory_iterator(folder)) answers += e.path().filename().string().starts_with("answer-");
+  CHECK(final_journal.exchanges.size() == answers);
+  for (auto const& x : final_journal.exchanges) CHECK(x.x.estimated);
+  CHECK(kb_test::summary(r.out, "stop reason") == "evaluation budget spent");
+}
+#endif
+
+TEST_CASE("the budget meter stops on LLM tokens") {
+  budget b;
+  b.llm_tokens = 100;
+  budget_meter m(b);
+  CHECK(m.exhausted().empty());
+  m.charge_llm(60, 0.1);
+  CHECK(m.exhausted().empty());
+  m.charge_llm(40, 0.1);
+  CHECK(m.exhausted() == "LLM token budget spent");
+}
