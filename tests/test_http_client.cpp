@@ -156,7 +156,7 @@ TEST_CASE("http_client: Anthropic format, headers, system field and text parts c
   CHECK(echo.text == "ok");
 }
 
-TEST_CASE("http_client: a slow reply within the timeout; beyond it, and an endless drip, time out") {
+TEST_CASE("http_client: a slow reply within the timeout is read, one beyond it and an endless drip time out") {
   loopback_server server;
   auto o = options_for(server);
   o.request_timeout_seconds = 3;
@@ -216,7 +216,7 @@ TEST_CASE("http_client: 429 with Retry-After is retried after the wait it asks f
   CHECK(seconds_since(t1) < 5);
 }
 
-TEST_CASE("http_client: 500 and 503 then success are retried; 501 is not") {
+TEST_CASE("http_client: 500 and 503 then success are retried, 501 is not") {
   loopback_server server;
   server.script({server_action::status(500), server_action::status(503), server_action::reply("third time")});
   auto client = make_http_client(options_for(server));
@@ -517,8 +517,8 @@ TEST_CASE("http_client: NO_PROXY matching and the proxy chosen from the environm
   env["no_proxy"] = "other.org";  // the lower-case one wins
   CHECK(http_detail::proxy_for(https, "", lookup) == "http://proxy:3128");
   // The environment's proxy is never for this machine; a proxy in the options is.
-  for (char const* local : {"http://127.0.0.1:8000/v1", "http://localhost:8000/v1", "http://[::1]:8000/v1",
-                            "http://127.1.2.3/v1"}) {
+  for (char const* local :
+       {"http://127.0.0.1:8000/v1", "http://localhost:8000/v1", "http://[::1]:8000/v1", "http://127.1.2.3/v1"}) {
     CAPTURE(local);
     CHECK(http_detail::proxy_for(http_detail::parse_url(local, "t"), "", lookup).empty());
     CHECK(http_detail::proxy_for(http_detail::parse_url(local, "t"), "http://mine:1", lookup) == "http://mine:1");

@@ -425,14 +425,17 @@ TEST_CASE("journal: a resume with the same budget continues the events, another 
   {
     jsonl_journal j(path, sample_header(), evals(100), journal_mode::resume);
     REQUIRE(j.resumed());
-    CHECK(j.resumed()->last_seq == 10);
+    // The sample run ended with `stopped` at seq 10: a resumed run goes on past it, so the stop is
+    // superseded and what the resumed run does next is written at seq 10.
+    CHECK(j.resumed()->last_seq == 9);
     CHECK_FALSE(j.resume_info().budget_changed);
-    j.write_event({event_kind::dispatched, 11, sh.child.id, 0, {}, std::nullopt, {}}, sh.view());
+    j.write_event({event_kind::dispatched, 10, sh.child.id, 0, {}, std::nullopt, {}}, sh.view());
   }
   auto c = read_journal(path);
   CHECK(c.segments == 2);
-  CHECK(c.events.size() == 11);
-  CHECK(c.last_seq == 11);
+  CHECK(c.events.size() == 10);
+  CHECK(c.last_seq == 10);
+  CHECK(c.events.back().e.kind == event_kind::dispatched);  // the old stop is gone from the run's stream
   {
     jsonl_journal j(path, sample_header(), evals(500), journal_mode::resume);
     REQUIRE(j.resumed());

@@ -90,7 +90,7 @@ struct run_record {
 };
 
 run_record run_search(problem const& p, std::shared_ptr<llm::model_client> client, fs::path const& journal_path,
-                      std::optional<resume_state> measurements = std::nullopt, std::uint64_t evals = 24) {
+                      std::optional<resume_state> measurements = std::nullopt, std::uint64_t evals = 40) {
   auto setup = std::make_shared<model_setup>();
   setup->client = std::move(client);
   auto policies = builtin_strategies(setup).make("default", p, strategy_options::parse("explore_batch=4"));
@@ -135,7 +135,7 @@ std::vector<std::string> rejections(journal_contents const& j) {
 }  // namespace
 
 TEST_CASE("a host search through the HTTP client: a scripted model's kernels are parsed, repaired, gated and "
-          "measured; a re-run from recorded answers asks and proposes the same, and its gate agrees") {
+          "measured, and a re-run from recorded answers asks and proposes the same, and its gate agrees") {
   kb_test::temp_dir dir("llm-search");
   const auto p = load_problem(softmax_dir());
   std::atomic<int> requests{0};
@@ -263,7 +263,7 @@ TEST_CASE("an exchange search answered by another process completes") {
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
   }
-  const auto r = kb_test::run_cli({"tune", softmax_dir(), "--budget", "16evals", "--strategy", "default:explore_batch=4",
+  const auto r = kb_test::run_cli({"tune", softmax_dir(), "--budget", "12evals", "--strategy", "default-one-rung:explore_batch=4,samples=3",
                                    "--exchange", folder.string(), "--exchange-wait", "300", "--no-progress"},
                                   dir);
   ::kill(answerer, SIGKILL);
@@ -279,9 +279,9 @@ TEST_CASE("a suspended exchange search resumes without re-running anything") {
   kb_test::temp_dir dir("llm-exchange-suspend");
   const auto folder = dir / "exchange";
   const auto journal = dir / "run.jsonl";
-  std::vector<std::string> args{"tune",         softmax_dir(),    "--budget",  "16evals",      "--strategy",
-                                "default:explore_batch=4", "--exchange", folder.string(), "--journal",
-                                journal.string(), "--no-progress"};
+  std::vector<std::string> args{"tune",      softmax_dir(), "--budget", "12evals", "--strategy",
+                                "default-one-rung:explore_batch=4,samples=3", "--exchange", folder.string(),
+                                "--journal", journal.string(), "--no-progress"};
   auto r = kb_test::run_cli(args, dir);
   INFO(r.out, r.err);
   REQUIRE(r.exit_code == 75);

@@ -54,6 +54,31 @@ case "$PART" in
       grep -hE "evaluations|model replies|model tokens|  speedup|  family|cache hits" $(ls -t "$S"/tune-*.log | head -1)
     done
     if [ "$PART" = final ]; then
+      # Without a model (the catalogue alone), long enough for promotions to the profiled top rung:
+      # the journal's top-rung outcomes carry Nsight Compute diagnoses.
+      for p in $PROBLEMS; do
+        S=$HERE/state/$p
+        rm -f "$S/catalogue-only.jsonl"
+        timeout 100 $K tune "$p" --backend cuda --budget "${KB_CATALOGUE_BUDGET:-8s}" --seed 1 \
+          --journal "$S/catalogue-only.jsonl" --no-progress > "$S/catalogue-only.log" 2>&1
+        echo "== catalogue-only $p rc $?: $(grep 'stop reason' "$S/catalogue-only.log" | sed 's/ \+/ /g')"
+        python3 - "$S/catalogue-only.jsonl" <<'PY'
+import json, sys
+top = None
+n = d = ncu = 0
+for l in open(sys.argv[1]):
+    o = json.loads(l)
+    if o["type"] == "header":
+        top = len(o["ladder"].split("/")[0].split(",")) - 1
+    if o["type"] == "outcome" and o["rung"] == top and o["verdict"]["stage"] == "pass":
+        n += 1
+        d += bool(o["diagnosis"])
+        ncu += bool(o["profile"])
+        if o["diagnosis"] and d == 1:
+            print("   first diagnosis:", o["id"], "|", o["diagnosis"].replace("\n", " | ")[:600])
+print(f"   top-rung passes {n}, with a diagnosis {d}, with ncu metrics {ncu}")
+PY
+      done
       for p in $PROBLEMS; do
         S=$HERE/state/$p
         python3 "$HERE/journal_best.py" "$S/journal.jsonl" "examples/cuda_problems/$p" --out-dir "$S" > "$S/summary.md" 2>&1

@@ -241,7 +241,12 @@ class engine {
     try {
       proposals = pol_.generator.propose(view(), req);
     } catch (search_suspended const& ex) {
-      suspended_ = !stopped_;
+      // Marks where the search left off: a resumed run replays to here and goes on (what the drain of
+      // the evaluations in flight writes after it is superseded then; its measurements are reused).
+      if (!stopped_) {
+        suspended_ = true;
+        note_event(event_kind::suspended, candidate_id{}, 0, verdict{}, std::nullopt, ex.what());
+      }
       (void)finish(ex.what());
       return false;
     } catch (std::exception const& ex) {

@@ -21,6 +21,7 @@ enum class event_kind {
   new_best,           ///< the incumbent changed (score set)
   generation_failed,  ///< the generator threw or returned nothing usable (note says why)
   model_reply,        ///< a model answered a prompt (id: the candidate it became, or zero; note: purpose and outcome)
+  suspended,          ///< the generator suspended the search (note says why); evaluations in flight still finish
   stopped,            ///< the search ended (note says why)
 };
 
@@ -44,6 +45,8 @@ enum class event_kind {
       return "generation_failed";
     case event_kind::model_reply:
       return "model_reply";
+    case event_kind::suspended:
+      return "suspended";
     case event_kind::stopped:
       return "stopped";
   }

@@ -270,12 +270,14 @@ class llm_generator {
   std::unordered_map<candidate_id, std::size_t> rotation_;
 };
 
-/// Template moves and model-written kernels in one generator. Each request's count is split by the
-/// model's share, which follows who produced new incumbents: (model wins + 1) / (all wins + 2), kept in
-/// [0.25, 0.75]. Template moves go first (cheap, and the model's prompts then see what they measured);
-/// until the search has an incumbent the model only explores problems without templates. Whatever the
-/// templates cannot supply (an exhausted space, a model-written parent) the model supplies: with a model
-/// the search space is open.
+/// Template moves and model-written kernels in one generator, the paper's split: cheap template moves
+/// cover the catalogue, and the model is asked about candidates that earned it, those measured at a
+/// profiled rung or the top rung (the standard ladder's confirm rung profiles), whose prompts then carry the
+/// profiler's diagnosis.
+/// A mutate request for such a parent, and an explore request once the incumbent is such a candidate,
+/// is split by the model's share, which follows who produced new incumbents: (model wins + 1) / (all
+/// wins + 2), kept in [0.25, 0.75]. Whatever the templates cannot supply (an exhausted space, a problem
+/// without templates, a model-written parent) the model supplies: with a model the search space is open.
 class hybrid_generator {
  public:
   hybrid_generator(expert_generator templates, llm_generator model)
@@ -295,11 +297,18 @@ class hybrid_generator {
     const bool has_templates = std::any_of(v.problem().catalogue.begin(), v.problem().catalogue.end(),
                                            [](expert_hint const& h) { return h.templ.has_value(); });
     bool parent_is_models = false;
-    for (auto id : req.parents) parent_is_models = parent_is_models || model_.wrote(id);
+    bool parent_profiled = false;
+    for (auto id : req.parents) {
+      parent_is_models = parent_is_models || model_.wrote(id);
+      if (auto const* r = v.find(id)) parent_profiled = parent_profiled || profiled(v, *r);
+    }
+    const bool earned = req.mode == generation_mode::mutate && !req.parents.empty()
+                            ? parent_profiled
+                            : v.best() != nullptr && profiled(v, *v.best());
     std::size_t for_model = 0;
     if (!has_templates || parent_is_models) {
       for_model = req.count;
-    } else if (v.best()) {
+    } else if (earned) {
       const double share = std::clamp((model_wins_ + 1.0) / (model_wins_ + template_wins_ + 2.0), 0.25, 0.75);
       for_model = std::max<std::size_t>(1, static_cast<std::size_t>(std::lround(share * static_cast<double>(req.count))));
       for_model = std::min(for_model, req.count);
@@ -309,8 +318,7 @@ class hybrid_generator {
       proposal_request t = req;
       t.count = req.count - for_model;
       out = templates_.propose(v, t);
-      if (!v.best() && out.empty() && has_templates) for_model = req.count;  // nothing left to template
-      else if (out.size() < t.count) for_model += t.count - out.size();  // the model fills what templates could not
+      if (out.size() < t.count) for_model += t.count - out.size();  // the model fills what templates could not
     }
     if (for_model > 0) {
       proposal_request m = req;
@@ -325,6 +333,15 @@ class hybrid_generator {
   [[nodiscard]] llm_generator& model() noexcept { return model_; }
 
  private:
+  /// Passed a measurement at a rung that profiles (where the backend can, with a diagnosis) or at the
+  /// ladder's top rung.
+  static bool profiled(search_view const& v, candidate_record const& r) {
+    for (std::size_t i = 0; i < r.results.size() && i < v.rungs().size(); ++i)
+      if ((v.rungs()[i].profile || i + 1 == v.rungs().size()) && r.results[i] && r.results[i]->result.passed())
+        return true;
+    return false;
+  }
+
   expert_generator templates_;
   llm_generator model_;
   std::size_t model_wins_ = 0, template_wins_ = 0;

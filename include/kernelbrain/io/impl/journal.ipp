@@ -4,6 +4,7 @@
 #pragma once
 #include <boost/json/serialize.hpp>
 #include <boost/json/value.hpp>
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -360,7 +361,7 @@ inline event_kind kind_from(std::string const& name) {
   for (auto k :
        {event_kind::proposed, event_kind::duplicate, event_kind::dispatched, event_kind::promoted, event_kind::rejected,
         event_kind::measured, event_kind::new_best, event_kind::generation_failed, event_kind::model_reply,
-        event_kind::stopped})
+        event_kind::suspended, event_kind::stopped})
     if (to_string(k) == name) return k;
   throw bad_line("unknown event kind '" + name + "'");
 }
@@ -509,9 +510,18 @@ inline resume_state to_resume_state(journal_contents& c) {
     s.outcomes.insert_or_assign(key, std::move(o));
   }
   s.last_seq = c.last_seq;
-  // A run that ended (a suspended one, or one resumed with more budget) goes on past its `stopped`
-  // event: the resumed run writes what happens at that seq, so the old stop is superseded.
-  if (!c.events.empty() && c.events.back().e.kind == event_kind::stopped) s.last_seq = c.events.back().e.seq - 1;
+  // A run that ended goes on past its `stopped` event when resumed: the resumed run writes what happens
+  // at that seq, so the old stop is superseded. A suspended run goes on from where it was suspended:
+  // the events after that (the drain of the evaluations then in flight) are superseded too, as the
+  // resumed run does not stop there; their measurements are reused all the same.
+  // (A suspended event still in the stream is the last segment's: a resumed run that went past one
+  // superseded it.)
+  auto suspended = std::find_if(c.events.begin(), c.events.end(),
+                                [](journal_event const& je) { return je.e.kind == event_kind::suspended; });
+  if (suspended != c.events.end())
+    s.last_seq = suspended->e.seq - 1;
+  else if (!c.events.empty() && c.events.back().e.kind == event_kind::stopped)
+    s.last_seq = c.events.back().e.seq - 1;
   return s;
 }
 

@@ -732,9 +732,9 @@ class http_model_client final : public model_client {
       if (ec == net::error::timed_out)
         return fault("cannot resolve host '" + hop.host + "' within " + connect_limit, true);
       if (ec == net::error::host_not_found || ec == net::error::no_data)
-        return fault("cannot resolve host '" + hop.host + "' (" + lower_message(ec) + ")", false);
+        return fault("cannot resolve host '" + hop.host + "': " + lower_message(ec), false);
       if (ec || endpoints.empty())
-        return fault("cannot resolve host '" + hop.host + "' (" + (ec ? lower_message(ec) : "no address") + ")", true);
+        return fault("cannot resolve host '" + hop.host + "': " + (ec ? lower_message(ec) : "no address"), true);
     }
     ec = run_until(
         ioc, connect_deadline,
