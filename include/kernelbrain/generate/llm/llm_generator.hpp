@@ -276,8 +276,9 @@ class llm_generator {
 /// profiler's diagnosis.
 /// A mutate request for such a parent, and an explore request once the incumbent is such a candidate,
 /// is split by the model's share, which follows who produced new incumbents: (model wins + 1) / (all
-/// wins + 2), kept in [0.25, 0.75]. Whatever the templates cannot supply (an exhausted space, a problem
-/// without templates, a model-written parent) the model supplies: with a model the search space is open.
+/// wins + 2), kept in [0.25, 0.75]. What the templates cannot supply in an explore request (an exhausted
+/// space), and every request about a model-written parent or for a problem without templates, goes to
+/// the model: with a model the search space is open.
 class hybrid_generator {
  public:
   hybrid_generator(expert_generator templates, llm_generator model)
@@ -318,7 +319,10 @@ class hybrid_generator {
       proposal_request t = req;
       t.count = req.count - for_model;
       out = templates_.propose(v, t);
-      if (out.size() < t.count) for_model += t.count - out.size();  // the model fills what templates could not
+      // The model fills what the templates could not where it may be asked at all: a new kernel (explore:
+      // with a model the space is open) or a parent that earned it; an unearned parent gets fewer children.
+      const bool may_fill = earned || req.mode == generation_mode::explore || req.parents.empty();
+      if (out.size() < t.count && may_fill) for_model += t.count - out.size();
     }
     if (for_model > 0) {
       proposal_request m = req;
