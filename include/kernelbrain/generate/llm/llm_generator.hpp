@@ -310,10 +310,16 @@ class hybrid_generator {
     if (!has_templates || parent_is_models) {
       for_model = req.count;
     } else if (earned) {
-      const double share = std::clamp((model_wins_ + 1.0) / (model_wins_ + template_wins_ + 2.0), 0.25, 0.75);
-      for_model = std::max<std::size_t>(1, static_cast<std::size_t>(std::lround(share * static_cast<double>(req.count))));
+      for_model =
+          std::max<std::size_t>(1, static_cast<std::size_t>(std::lround(share() * static_cast<double>(req.count))));
       for_model = std::min(for_model, req.count);
     }
+    // A parent on its way to the profiled rung has not earned the model yet: its share waits until its
+    // measurement (and diagnosis) is in, and is asked for then, with whatever request comes next.
+    if (!earned && !parent_is_models && has_templates && req.mode == generation_mode::mutate && req.parents.size() == 1)
+      if (auto const* r = v.find(req.parents.front()); r && heading_to_profile(v, *r))
+        deferred_.push_back({r->cand.id, std::max<std::size_t>(1, static_cast<std::size_t>(std::lround(
+                                                                      share() * static_cast<double>(req.count))))});
     std::vector<candidate> out;
     if (for_model < req.count) {
       proposal_request t = req;
@@ -330,6 +336,25 @@ class hybrid_generator {
       auto more = model_.propose(v, m);
       for (auto& c : more) out.push_back(std::move(c));
     }
+    // Deferred parents whose profiled measurement is in (or that were rejected on the way: dropped).
+    for (std::size_t i = 0; i < deferred_.size();) {
+      auto const* r = v.find(deferred_[i].first);
+      if (!r || r->state == candidate_state::rejected) {
+        deferred_.erase(deferred_.begin() + static_cast<std::ptrdiff_t>(i));
+        continue;
+      }
+      if (r->state != candidate_state::in_flight && profiled(v, *r)) {
+        proposal_request m;
+        m.mode = generation_mode::mutate;
+        m.parents = {r->cand.id};
+        m.count = deferred_[i].second;
+        deferred_.erase(deferred_.begin() + static_cast<std::ptrdiff_t>(i));
+        auto more = model_.propose(v, m);
+        for (auto& c : more) out.push_back(std::move(c));
+        continue;
+      }
+      ++i;
+    }
     return out;
   }
 
@@ -337,6 +362,17 @@ class hybrid_generator {
   [[nodiscard]] llm_generator& model() noexcept { return model_; }
 
  private:
+  [[nodiscard]] double share() const {
+    return std::clamp((static_cast<double>(model_wins_) + 1.0) /
+                          (static_cast<double>(model_wins_ + template_wins_) + 2.0),
+                      0.25, 0.75);
+  }
+  /// In flight to the first rung that profiles (or the top rung).
+  static bool heading_to_profile(search_view const& v, candidate_record const& r) {
+    if (r.state != candidate_state::in_flight) return false;
+    const auto next = static_cast<std::size_t>(r.top_rung + 1);
+    return next < v.rungs().size() && (v.rungs()[next].profile || next + 1 == v.rungs().size());
+  }
   /// Passed a measurement at a rung that profiles (where the backend can, with a diagnosis) or at the
   /// ladder's top rung.
   static bool profiled(search_view const& v, candidate_record const& r) {
@@ -349,6 +385,7 @@ class hybrid_generator {
   expert_generator templates_;
   llm_generator model_;
   std::size_t model_wins_ = 0, template_wins_ = 0;
+  std::vector<std::pair<candidate_id, std::size_t>> deferred_;  ///< parents waiting for their profile, and how many children
 };
 
 }  // namespace kernelbrain::llm
