@@ -276,6 +276,11 @@ TEST_CASE("diagnosis: each profile rule fires past its threshold and not before"
     CHECK_FALSE(fires({{"smsp__sass_average_data_bytes_per_sector_mem_global_op_ld.pct", 0},
                        {"l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", 0}},
                       dn::uncoalesced_loads));
+    // Sectors moved but an efficiency of 0 (seen on the H200 for cp.async and cluster kernels): no evidence.
+    CHECK_FALSE(fires({{"smsp__sass_average_data_bytes_per_sector_mem_global_op_ld.pct", 0},
+                       {"l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", 20e7},
+                       {"l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum", 1e7}},
+                      dn::uncoalesced_loads));
     // Without the efficiency metric: sectors per request beyond any coalesced width.
     const double nan = std::nan("");
     CHECK(fires({{"smsp__sass_average_data_bytes_per_sector_mem_global_op_ld.pct", nan},

@@ -356,6 +356,10 @@ std::vector<diagnosis_tag> diagnose_profile(std::map<std::string, double> const&
         sectors && requests && *requests > 0 ? std::optional<double>(*sectors / *requests) : std::nullopt;
     const std::string per_request =
         spr ? format("; %.1f sectors per request (4 is ideal for 4-byte words, 16 for 16-byte vectors)", *spr) : "";
+    // An efficiency of 0 with sectors moved: the SASS metric saw none of the loads that moved them (on the
+    // H200, kernels whose global traffic goes through cp.async or the cluster's shared memory read 0%):
+    // no evidence either way, so no tag.
+    if (eff && *eff <= 0 && sectors && *sectors > 0) return;
     if (eff && (!sectors || *sectors > 0)) {
       if (*eff < th::coalesced_pct)
         out.push_back(
