@@ -327,3 +327,55 @@ TEST_CASE("the budget meter stops on LLM tokens") {
   m.charge_llm(40, 0.1);
   CHECK(m.exhausted() == "LLM token budget spent");
 }
+
+TEST_CASE("prompts: a mutate prompt carries the parent's numbers and diagnosis; a blind one carries neither") {
+  const auto p = load_problem(softmax_dir());
+  budget_meter meter;
+  baseline b;
+  for (auto const& s : p.shapes) {
+    b.seconds.push_back(2e-3);
+    b.weights.push_back(s.weight);
+    b.floor_seconds.push_back(1e-4);
+  }
+  std::vector<rung> rungs{rung{"smoke", {0}, 3, 1, 1, false, false}, rung{"confirm", {0, 1}, 3, 1, 1, true, true}};
+  detail::search_history h(p, rungs, b, meter);
+  (void)h.add(make_candidate("seed", {}, "seed", std::nullopt, seed_source()));
+  auto& rec = h.at(0);
+  measurement m;
+  m.timings.push_back({0, {1e-3}, median_ci{1e-3, 1e-3, 1e-3}});
+  m.res = resources{40, 0, 0, 0.5};
+  m.diagnosis = "far below bandwidth [10]: 10% of the roofline floor's speed";
+  rec.results[1] = m;
+  rec.top_rung = 1;
+  rec.state = candidate_state::measured;
+  search_view v(h);
+  llm::prompt_builder builder;
+  llm::prompt_subject s;
+  s.what = llm::prompt_subject::kind::mutate;
+  s.parent = &v[0];
+  s.hint = &p.catalogue.front();
+  s.failures.push_back({candidate_id{7}, "llm:mutate", verdict::reject(stage::compile, "error: expected ';'")});
+  const auto full = builder.build(v, s);
+  CHECK(full.user.find("far below bandwidth [10]") != std::string::npos);
+  CHECK(full.user.find("| 1000 | 10.0 | 2x |") != std::string::npos);  // median us, % of floor, speedup
+  CHECK(full.user.find("40 registers/thread") != std::string::npos);
+  CHECK(full.user.find("## Expert hint: " + p.catalogue.front().name) != std::string::npos);
+  CHECK(full.user.find("error: expected ';'") != std::string::npos);
+  CHECK(full.system.find("kb_kernel") != std::string::npos);  // the host answer format
+  CHECK(full.key() == builder.build(v, s).key());             // deterministic
+  s.blind = true;
+  const auto blind = builder.build(v, s);
+  CHECK(blind.user.find("far below bandwidth") == std::string::npos);
+  CHECK(blind.user.find("Expert hint") == std::string::npos);
+  CHECK(blind.user.find("expected ';'") == std::string::npos);
+  CHECK(blind.user.find(seed_source().substr(0, 40)) != std::string::npos);  // the parent's source only
+
+  // Templates from a folder; a misspelt field is an error naming it.
+  kb_test::temp_dir dir("prompt-templates");
+  llm::prompt_templates::write_defaults(dir.path);
+  kb_test::spit((dir / "mutate.md").string(), "MUTATE {{parent}} {{hint}}");
+  const auto edited = llm::prompt_builder(llm::prompt_templates::from_directory(dir.path)).build(v, s);
+  CHECK(edited.user.starts_with("MUTATE ## The kernel to improve"));
+  kb_test::spit((dir / "explore.md").string(), "{{problme}}");
+  CHECK_THROWS_WITH_AS(llm::prompt_templates::from_directory(dir.path), doctest::Contains("{{problme}}"), error);
+}

@@ -12,6 +12,7 @@
 // subcommands (budgets, strategy specs, ...) are parsed and checked in arguments.hpp.
 #pragma once
 #include <functional>
+#include <string>
 #include "arguments.hpp"
 
 namespace CLI {
@@ -34,5 +35,9 @@ int run_tune(tune_options const& options);
 /// list-strategies: every registered strategy with its description (list_strategies.cpp).
 [[nodiscard]] subcommand register_list_strategies(CLI::App& app);
 int run_list_strategies();
+
+/// prompts: write the shipped prompt templates to a folder, or check edited ones (prompts.cpp).
+[[nodiscard]] subcommand register_prompts(CLI::App& app);
+int run_prompts(std::string const& write, std::string const& check);
 
 }  // namespace kernelbrain::cli

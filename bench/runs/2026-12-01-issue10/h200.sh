@@ -42,6 +42,7 @@ case "$PART" in
       grep -vE "^\s*$" "$LOGS/gpu-profiler.log" | tail -25
     fi
     for p in $PROBLEMS; do
+      [ "${KB_SKIP_SEARCH:-0}" = 1 ] && break
       S=$HERE/state/$p
       mkdir -p "$S"
       resume=""
@@ -53,7 +54,7 @@ case "$PART" in
       echo "== $p rc $rc ($(( $(date +%s) - t0 )) s): $(grep -E 'stop reason' "$S"/tune-*.log | tail -1 | sed 's/ \+/ /g')"
       grep -hE "evaluations|model replies|model tokens|  speedup|  family|cache hits" $(ls -t "$S"/tune-*.log | head -1)
     done
-    if [ "$PART" = final ]; then
+    if [ "$PART" = final ] && [ "${KB_CATALOGUE:-0}" = 1 ]; then
       # Without a model (the catalogue alone), long enough for promotions to the profiled top rung:
       # the journal's top-rung outcomes carry Nsight Compute diagnoses.
       for p in $PROBLEMS; do
@@ -79,16 +80,22 @@ for l in open(sys.argv[1]):
 print(f"   top-rung passes {n}, with a diagnosis {d}, with ncu metrics {ncu}")
 PY
       done
+    fi
+    if [ "$PART" = final ]; then
       for p in $PROBLEMS; do
         S=$HERE/state/$p
         python3 "$HERE/journal_best.py" "$S/journal.jsonl" "examples/cuda_problems/$p" --out-dir "$S" > "$S/summary.md" 2>&1
-        for which in model catalogue; do
-          [ -s "$S/best-$which.json" ] || continue
-          timeout 240 python3 bench/side_by_side.py --kernels "$S/best-$which.json" \
-            --prep build/release/kernelbrain_kernel_prep --samples 21 > "$S/side-by-side-$which.log" 2>&1
-          echo "== side by side $p $which rc $?"
-          tail -n 12 "$S/side-by-side-$which.log"
-        done
+        # One run per problem: the best model-written and the best catalogue kernel of each shape, with
+        # PyTorch eager and torch.compile, in one process.
+        python3 -c 'import json,sys; k=[]
+for f in sys.argv[2:]:
+    try: k += json.load(open(f))["kernels"]
+    except OSError: pass
+json.dump({"kernels": k}, open(sys.argv[1], "w"))' "$S/best-both.json" "$S/best-model.json" "$S/best-catalogue.json"
+        timeout ${KB_SBS_TIMEOUT:-150} python3 bench/side_by_side.py --kernels "$S/best-both.json" \
+          --prep build/release/kernelbrain_kernel_prep --samples 21 --tiers small,medium,large --out "$S/side-by-side.json" > "$S/side-by-side.log" 2>&1
+        echo "== side by side $p rc $? ($(( $(date +%s) - t0 )) s)"
+        tail -n 14 "$S/side-by-side.log"
       done
     fi
     tar czf "$OUT/issue10-state.tar.gz" -C "$HERE" state
