@@ -47,7 +47,11 @@ case "$PART" in
       mkdir -p "$S"
       resume=""
       [ -f "$S/journal.jsonl" ] && resume="--resume"
-      timeout ${KB_SEARCH_TIMEOUT:-120} $K tune "$p" --backend cuda --budget "$BUDGET" --seed 1 \
+      # The last round (KB_EXCHANGE_WAIT set): a prompt nobody answered within that many seconds is recorded
+      # as failed and the search goes on to the end of its budget, evaluating every answered kernel.
+      wait_opt=""
+      [ -n "${KB_EXCHANGE_WAIT:-}" ] && wait_opt="--exchange-wait $KB_EXCHANGE_WAIT"
+      timeout ${KB_SEARCH_TIMEOUT:-120} $K tune "$p" --backend cuda --budget "$BUDGET" --seed 1 $wait_opt \
         --exchange "$S/exchange" --journal "$S/journal.jsonl" --best-out "$S/best.json" --no-progress $resume \
         > "$S/tune-$(date +%H%M%S).log" 2>&1
       rc=$?

@@ -103,12 +103,12 @@ class llm_generator {
       repair_flags.push_back(true);
     }
     auto const& hints = p.catalogue;
-    while (subjects.size() < req.count) {
+    for (std::size_t k = 0; subjects.size() < req.count; ++k) {
       prompt_subject s;
       s.blind = opt_.blind;
       candidate_record const* parent = nullptr;
       if (req.mode == generation_mode::mutate && !req.parents.empty()) {
-        parent = v.find(req.parents[subjects.size() % req.parents.size()]);
+        parent = v.find(req.parents[k % req.parents.size()]);
         if (parent && parent->state == candidate_state::rejected) parent = nullptr;
       }
       if (parent) {
@@ -336,7 +336,10 @@ class hybrid_generator {
       auto more = model_.propose(v, m);
       for (auto& c : more) out.push_back(std::move(c));
     }
-    // Deferred parents whose profiled measurement is in (or that were rejected on the way: dropped).
+    // Deferred parents whose profiled measurement is in (or that were rejected on the way: dropped), all
+    // in one request: their prompts go out together (and an exchange search waits for all of them at once).
+    proposal_request ready;
+    ready.mode = generation_mode::mutate;
     for (std::size_t i = 0; i < deferred_.size();) {
       auto const* r = v.find(deferred_[i].first);
       if (!r || r->state == candidate_state::rejected) {
@@ -344,16 +347,16 @@ class hybrid_generator {
         continue;
       }
       if (r->state != candidate_state::in_flight && profiled(v, *r)) {
-        proposal_request m;
-        m.mode = generation_mode::mutate;
-        m.parents = {r->cand.id};
-        m.count = deferred_[i].second;
+        for (std::size_t k = 0; k < deferred_[i].second; ++k) ready.parents.push_back(r->cand.id);
         deferred_.erase(deferred_.begin() + static_cast<std::ptrdiff_t>(i));
-        auto more = model_.propose(v, m);
-        for (auto& c : more) out.push_back(std::move(c));
         continue;
       }
       ++i;
+    }
+    if (!ready.parents.empty()) {
+      ready.count = ready.parents.size();  // parents[k % size]: each parent its own number of children
+      auto more = model_.propose(v, ready);
+      for (auto& c : more) out.push_back(std::move(c));
     }
     return out;
   }
