@@ -95,7 +95,7 @@ PY
 for f in sys.argv[2:]:
     try: k += json.load(open(f))["kernels"]
     except OSError: pass
-json.dump({"kernels": k}, open(sys.argv[1], "w"))' "$S/best-both.json" "$S/best-model.json" "$S/best-catalogue.json"
+json.dump({"kernels": k}, open(sys.argv[1], "w"))' "$S/best-both.json" "$S/all-model.json" "$S/best-catalogue.json"
         timeout ${KB_SBS_TIMEOUT:-150} python3 bench/side_by_side.py --kernels "$S/best-both.json" \
           --prep build/release/kernelbrain_kernel_prep --samples 21 --tiers small,medium,large --out "$S/side-by-side.json" > "$S/side-by-side.log" 2>&1
         echo "== side by side $p rc $? ($(( $(date +%s) - t0 )) s)"
