@@ -42,8 +42,10 @@ std::vector<reply_case> corpus() {
   reply_case host;
   host.ex.backend = "host";
   host.ex.plan_required = false;
-  host.text = "Here you go:\n\n```\n#include \"kernelbrain/evaluate/host_abi.h\"\nextern \"C\" void kb_kernel(const kb_args* a) {"
-              "\n  for (long long i = 0; i < a->dims[0]; ++i) a->outputs[0][i] = std::exp(a->inputs[0][i]);\n}\n```\n";
+  host.text =
+      "Here you go:\n\n```\n#include \"kernelbrain/evaluate/host_abi.h\"\nextern \"C\" void kb_kernel(const kb_args* "
+      "a) {"
+      "\n  for (long long i = 0; i < a->dims[0]; ++i) a->outputs[0][i] = std::exp(a->inputs[0][i]);\n}\n```\n";
   out.push_back(host);
   return out;
 }
@@ -61,10 +63,11 @@ void parse_and_repair(benchmark::State& state) {
   }
   state.SetBytesProcessed(static_cast<std::int64_t>(bytes));
   state.counters["replies"] = static_cast<double>(cases.size());
-  state.counters["replies/s"] =
-      benchmark::Counter(static_cast<double>(cases.size()) * static_cast<double>(state.iterations()),
-                         benchmark::Counter::kIsRate);
-  state.counters["ok share"] = ok == 0 ? 0.0 : static_cast<double>(ok) / (static_cast<double>(cases.size()) * static_cast<double>(state.iterations()));
+  state.counters["replies/s"] = benchmark::Counter(
+      static_cast<double>(cases.size()) * static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
+  state.counters["ok share"] =
+      ok == 0 ? 0.0
+              : static_cast<double>(ok) / (static_cast<double>(cases.size()) * static_cast<double>(state.iterations()));
 }
 BENCHMARK(parse_and_repair)->Unit(benchmark::kMicrosecond);
 
@@ -114,10 +117,9 @@ int main(int argc, char** argv) {
     if (!fs::is_directory(r, ec)) continue;
     for (auto const& e : fs::directory_iterator(r))
       if (fs::exists(e.path() / "problem.json"))
-        benchmark::RegisterBenchmark(("prompt_size/" + fs::path(root).filename().string() + "/" +
-                                      e.path().filename().string())
-                                         .c_str(),
-                                     [d = e.path().string()](benchmark::State& st) { prompt_size(st, d); })
+        benchmark::RegisterBenchmark(
+            ("prompt_size/" + fs::path(root).filename().string() + "/" + e.path().filename().string()).c_str(),
+            [d = e.path().string()](benchmark::State& st) { prompt_size(st, d); })
             ->Unit(benchmark::kMicrosecond);
   }
   benchmark::Initialize(&argc, argv);

@@ -19,7 +19,8 @@ extern char** environ;
 namespace kb_test {
 
 /// Starts the CLI with stdout and stderr sent to files; returns its pid.
-inline pid_t spawn_cli(std::vector<std::string> args, std::filesystem::path const& out, std::filesystem::path const& err) {
+inline pid_t spawn_cli(std::vector<std::string> args, std::filesystem::path const& out,
+                       std::filesystem::path const& err) {
   args.insert(args.begin(), KB_CLI_PATH);
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
@@ -64,7 +65,9 @@ inline std::string summary(std::string const& out, std::string const& key) {
   return {};
 }
 
-inline bool contains(std::string const& text, std::string const& needle) { return text.find(needle) != std::string::npos; }
+inline bool contains(std::string const& text, std::string const& needle) {
+  return text.find(needle) != std::string::npos;
+}
 
 }  // namespace kb_test
 #endif

@@ -35,15 +35,15 @@ namespace fs = std::filesystem;
 using kb_test::check_same;
 using kb_test::cli_run;
 using kb_test::contains;
-using kb_test::run_cli;
-using kb_test::spawn_cli;
-using kb_test::summary;
 using kb_test::event_signatures;
 using kb_test::lines_of_type;
 using kb_test::outcome_counts;
+using kb_test::run_cli;
 using kb_test::slurp;
+using kb_test::spawn_cli;
 using kb_test::spit;
 using kb_test::split_lines;
+using kb_test::summary;
 using kb_test::temp_dir;
 
 namespace {

@@ -134,8 +134,9 @@ std::vector<std::string> rejections(journal_contents const& j) {
 
 }  // namespace
 
-TEST_CASE("a host search through the HTTP client: a scripted model's kernels are parsed, repaired, gated and "
-          "measured, and a re-run from recorded answers asks and proposes the same, and its gate agrees") {
+TEST_CASE(
+    "a host search through the HTTP client: a scripted model's kernels are parsed, repaired, gated and "
+    "measured, and a re-run from recorded answers asks and proposes the same, and its gate agrees") {
   kb_test::temp_dir dir("llm-search");
   const auto p = load_problem(softmax_dir());
   std::atomic<int> requests{0};
@@ -263,9 +264,10 @@ TEST_CASE("an exchange search answered by another process completes") {
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
   }
-  const auto r = kb_test::run_cli({"tune", softmax_dir(), "--budget", "12evals", "--strategy", "default-one-rung:explore_batch=4,samples=3",
-                                   "--exchange", folder.string(), "--exchange-wait", "300", "--no-progress"},
-                                  dir);
+  const auto r = kb_test::run_cli(
+      {"tune", softmax_dir(), "--budget", "12evals", "--strategy", "default-one-rung:explore_batch=4,samples=3",
+       "--exchange", folder.string(), "--exchange-wait", "300", "--no-progress"},
+      dir);
   ::kill(answerer, SIGKILL);
   ::waitpid(answerer, nullptr, 0);
   INFO(r.out, r.err);
@@ -279,9 +281,10 @@ TEST_CASE("a suspended exchange search resumes without re-running anything") {
   kb_test::temp_dir dir("llm-exchange-suspend");
   const auto folder = dir / "exchange";
   const auto journal = dir / "run.jsonl";
-  std::vector<std::string> args{"tune",      softmax_dir(), "--budget", "12evals", "--strategy",
-                                "default-one-rung:explore_batch=4,samples=3", "--exchange", folder.string(),
-                                "--journal", journal.string(), "--no-progress"};
+  std::vector<std::string> args{"tune",           softmax_dir(),   "--budget",
+                                "12evals",        "--strategy",    "default-one-rung:explore_batch=4,samples=3",
+                                "--exchange",     folder.string(), "--journal",
+                                journal.string(), "--no-progress"};
   auto r = kb_test::run_cli(args, dir);
   INFO(r.out, r.err);
   REQUIRE(r.exit_code == 75);
@@ -299,7 +302,8 @@ TEST_CASE("a suspended exchange search resumes without re-running anything") {
     CHECK(std::stoul(kb_test::summary(r.out, "cache hits")) == before.outcomes.size());
     const auto after = read_journal(journal);
     std::set<std::pair<candidate_id, std::size_t>> seen;
-    for (auto const& o : after.outcomes) CHECK_MESSAGE(seen.insert({o.id, o.rung}).second, "evaluated twice: ", o.id.str());
+    for (auto const& o : after.outcomes)
+      CHECK_MESSAGE(seen.insert({o.id, o.rung}).second, "evaluated twice: ", o.id.str());
     // Exchanges answered in an earlier round were not written again.
     std::set<std::string> keys;
     for (auto const& x : after.exchanges)

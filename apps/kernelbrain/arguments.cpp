@@ -147,8 +147,7 @@ void parse_one_limit(std::string_view whole, std::string_view text, budget& b) {
 
 budget parse_budget(std::string_view text) {
   budget b;
-  if (text.empty())
-    throw usage_error("'' does not start with a number: use e.g. --budget 120s, 2m or 500evals");
+  if (text.empty()) throw usage_error("'' does not start with a number: use e.g. --budget 120s, 2m or 500evals");
   for (std::size_t at = 0; at <= text.size();) {
     const auto comma = std::min(text.find(',', at), text.size());
     const auto part = text.substr(at, comma - at);

@@ -70,7 +70,8 @@ model_arguments::model_arguments(CLI::App& cmd) {
                  "stops with \"waiting for N answers\" and --resume continues it")
       ->group(g)
       ->type_name("DIR");
-  cmd.add_option("--exchange-wait", exchange_wait_, "wait for answer files this long instead of stopping (0 = for ever)")
+  cmd.add_option("--exchange-wait", exchange_wait_,
+                 "wait for answer files this long instead of stopping (0 = for ever)")
       ->group(g)
       ->type_name("SECONDS");
   cmd.add_option("--recorded-answers", recorded_,
@@ -94,12 +95,14 @@ model_options model_arguments::finish() const {
   o.temperature = positive_number(temperature_, "--llm-temperature", true);
   o.max_tokens = static_cast<std::size_t>(parse_count(max_tokens_, "--llm-max-tokens 8192"));
   o.concurrency = static_cast<std::size_t>(parse_count(concurrency_, "--llm-concurrency 4"));
-  if (o.concurrency == 0 || o.max_tokens == 0) throw usage_error("--llm-concurrency and --llm-max-tokens must be at least 1");
+  if (o.concurrency == 0 || o.max_tokens == 0)
+    throw usage_error("--llm-concurrency and --llm-max-tokens must be at least 1");
   o.timeout_seconds = positive_number(timeout_, "--llm-timeout");
   o.retries = static_cast<unsigned>(std::min<std::uint64_t>(parse_count(retries_, "--llm-retries 4"), 100));
   if (!price_.empty()) {
     const auto comma = price_.find(',');
-    if (comma == std::string::npos) throw usage_error(fmt::format("--llm-price: '{}': give IN,OUT (e.g. 3,15)", price_));
+    if (comma == std::string::npos)
+      throw usage_error(fmt::format("--llm-price: '{}': give IN,OUT (e.g. 3,15)", price_));
     o.price_in_per_million = positive_number(price_.substr(0, comma), "--llm-price", true);
     o.price_out_per_million = positive_number(price_.substr(comma + 1), "--llm-price", true);
   }
@@ -132,7 +135,8 @@ std::shared_ptr<model_setup const> make_model(model_options const& o, std::span<
     std::vector<model_exchange> xs;
     for (auto const& je : contents.exchanges) xs.push_back(je.x);
     if (xs.empty())
-      throw usage_error(fmt::format("--recorded-answers: journal '{}' records no model exchange", o.recorded->string()));
+      throw usage_error(
+          fmt::format("--recorded-answers: journal '{}' records no model exchange", o.recorded->string()));
     client = std::make_shared<llm::recorded_client>(xs, nullptr, o.recorded->string());
   } else if (o.exchange) {
     llm::exchange_options e;
@@ -147,8 +151,8 @@ std::shared_ptr<model_setup const> make_model(model_options const& o, std::span<
     if (!o.api.empty()) {
       h.format = llm::parse_wire_format(o.api);
     } else {
-      h.format = o.url.find("anthropic.com") != std::string::npos ? llm::wire_format::anthropic
-                                                                  : llm::wire_format::openai;
+      h.format =
+          o.url.find("anthropic.com") != std::string::npos ? llm::wire_format::anthropic : llm::wire_format::openai;
     }
     std::vector<std::string> vars;
     if (!o.key_env.empty()) {

@@ -17,11 +17,11 @@ namespace kernelbrain::cli {
 
 /// What the model options said, checked.
 struct model_options {
-  std::string model;           ///< --model: the endpoint's model name
-  std::string url;             ///< --llm-url (or KERNELBRAIN_LLM_URL)
-  std::string api;             ///< --llm-api openai|anthropic ("" = from the URL)
-  std::string key_env;         ///< --llm-key-env: the variable holding the key
-  double temperature = 0.7;    ///< --llm-temperature
+  std::string model;         ///< --model: the endpoint's model name
+  std::string url;           ///< --llm-url (or KERNELBRAIN_LLM_URL)
+  std::string api;           ///< --llm-api openai|anthropic ("" = from the URL)
+  std::string key_env;       ///< --llm-key-env: the variable holding the key
+  double temperature = 0.7;  ///< --llm-temperature
   std::size_t max_tokens = 16384;
   std::size_t concurrency = 4;
   double timeout_seconds = 600;
@@ -30,8 +30,8 @@ struct model_options {
   double price_out_per_million = 0;
   std::string ca_file;
   std::optional<std::filesystem::path> exchange;  ///< --exchange DIR
-  std::optional<double> exchange_wait;            ///< --exchange-wait [SECONDS]: wait instead of suspending (0 = for ever)
-  std::optional<std::filesystem::path> recorded;  ///< --recorded-answers JOURNAL
+  std::optional<double> exchange_wait;  ///< --exchange-wait [SECONDS]: wait instead of suspending (0 = for ever)
+  std::optional<std::filesystem::path> recorded;   ///< --recorded-answers JOURNAL
   std::optional<std::filesystem::path> templates;  ///< --prompt-templates DIR
 
   [[nodiscard]] bool any() const noexcept { return !model.empty() || exchange || recorded; }
@@ -47,7 +47,8 @@ class model_arguments {
 
  private:
   std::string model_, url_, api_, key_env_, temperature_ = "0.7", max_tokens_ = "16384", concurrency_ = "4",
-      timeout_ = "600", retries_ = "4", price_, ca_file_, exchange_, exchange_wait_, recorded_, templates_;
+                                            timeout_ = "600", retries_ = "4", price_, ca_file_, exchange_,
+                                            exchange_wait_, recorded_, templates_;
   bool exchange_wait_given_ = false;
 };
 

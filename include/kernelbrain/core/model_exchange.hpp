@@ -17,15 +17,15 @@ struct model_exchange {
   std::string purpose;         ///< "explore:<hint>", "mutate:<parent id>", "repair:<parent id>"
   std::string system;          ///< the prompt, as sent
   std::string user;
-  std::string reply;                 ///< the reply text, as received (bounded by the client)
-  std::string status;                ///< llm::call_status as text: ok, cut, failed
-  std::uint64_t input_tokens = 0;    ///< as the endpoint reported them, or estimated
+  std::string reply;               ///< the reply text, as received (bounded by the client)
+  std::string status;              ///< llm::call_status as text: ok, cut, failed
+  std::uint64_t input_tokens = 0;  ///< as the endpoint reported them, or estimated
   std::uint64_t output_tokens = 0;
-  bool estimated = false;            ///< token counts are estimates (no usage reported)
+  bool estimated = false;  ///< token counts are estimates (no usage reported)
   double cost = 0;
   double latency_seconds = 0;
   unsigned attempts = 0;
-  std::string model;                 ///< who answered, as the client names it (never a key)
+  std::string model;  ///< who answered, as the client names it (never a key)
   std::string finish_reason;
   std::string error;                 ///< why a call failed or was cut
   std::string parse_status;          ///< llm::reply_status as text ("" when the call failed)

@@ -27,10 +27,10 @@ namespace kernelbrain::llm {
 
 struct exchange_options {
   std::filesystem::path folder;
-  bool suspend = true;             ///< true: no answer yet -> waiting; false: poll until it comes
+  bool suspend = true;              ///< true: no answer yet -> waiting; false: poll until it comes
   double wait_timeout_seconds = 0;  ///< wait mode: give up after this long (0 = wait for ever)
   double poll_seconds = 0.25;
-  std::size_t concurrency = 64;     ///< prompts written at once (a person or agent answers in any order)
+  std::size_t concurrency = 64;  ///< prompts written at once (a person or agent answers in any order)
   std::size_t max_answer_bytes = std::size_t{4} << 20;  ///< a longer answer is cut there and reported
 };
 

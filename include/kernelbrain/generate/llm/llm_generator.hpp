@@ -45,11 +45,11 @@
 namespace kernelbrain::llm {
 
 struct llm_generator_options {
-  std::size_t max_tokens = 16384;    ///< per reply
-  double temperature = 0.7;          ///< sampling temperature sent with every prompt
-  bool blind = false;                ///< no hints, measurements, diagnosis or failures (ablation)
-  bool repair = true;                ///< turn compile / wrong-answer / signature rejects into repair prompts
-  std::size_t failures_shown = 3;    ///< recent failures of a lineage shown in a prompt
+  std::size_t max_tokens = 16384;  ///< per reply
+  double temperature = 0.7;        ///< sampling temperature sent with every prompt
+  bool blind = false;              ///< no hints, measurements, diagnosis or failures (ablation)
+  bool repair = true;              ///< turn compile / wrong-answer / signature rejects into repair prompts
+  std::size_t failures_shown = 3;  ///< recent failures of a lineage shown in a prompt
   std::size_t max_reply_bytes = std::size_t{1} << 20;  ///< the parser's limit
 };
 
@@ -366,9 +366,9 @@ class hybrid_generator {
 
  private:
   [[nodiscard]] double share() const {
-    return std::clamp((static_cast<double>(model_wins_) + 1.0) /
-                          (static_cast<double>(model_wins_ + template_wins_) + 2.0),
-                      0.25, 0.75);
+    return std::clamp(
+        (static_cast<double>(model_wins_) + 1.0) / (static_cast<double>(model_wins_ + template_wins_) + 2.0), 0.25,
+        0.75);
   }
   /// In flight to the first rung that profiles (or the top rung).
   static bool heading_to_profile(search_view const& v, candidate_record const& r) {
@@ -388,7 +388,8 @@ class hybrid_generator {
   expert_generator templates_;
   llm_generator model_;
   std::size_t model_wins_ = 0, template_wins_ = 0;
-  std::vector<std::pair<candidate_id, std::size_t>> deferred_;  ///< parents waiting for their profile, and how many children
+  std::vector<std::pair<candidate_id, std::size_t>>
+      deferred_;  ///< parents waiting for their profile, and how many children
 };
 
 }  // namespace kernelbrain::llm

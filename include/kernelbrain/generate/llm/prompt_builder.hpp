@@ -72,16 +72,15 @@ struct prompt_templates {
     for (auto [name, slot] : files) {
       const auto p = dir / name;
       if (!std::filesystem::exists(p, ec)) continue;
-      if (std::filesystem::file_size(p, ec) > 65536)
-        throw error("prompt template '" + p.string() + "' is over 64 KiB");
+      if (std::filesystem::file_size(p, ec) > 65536) throw error("prompt template '" + p.string() + "' is over 64 KiB");
       std::ifstream in(p, std::ios::binary);
       if (!in) throw error("prompt template '" + p.string() + "' cannot be read");
       std::ostringstream ss;
       ss << in.rdbuf();
       *slot = ss.str();
       if (auto bad = unknown_field(*slot); !bad.empty())
-        throw error("prompt template '" + p.string() + "': unknown field {{" + bad + "}}; known fields: " +
-                    known_fields_text());
+        throw error("prompt template '" + p.string() + "': unknown field {{" + bad +
+                    "}}; known fields: " + known_fields_text());
     }
     return t;
   }
@@ -102,8 +101,8 @@ struct prompt_templates {
   }
 
   [[nodiscard]] static std::vector<std::string_view> known_fields() {
-    return {"problem", "reference", "hint",     "hint_clause", "parent",
-            "incumbent", "failures", "answer_format", "backend", "language"};
+    return {"problem",   "reference", "hint",          "hint_clause", "parent",
+            "incumbent", "failures",  "answer_format", "backend",     "language"};
   }
   [[nodiscard]] static std::string known_fields_text() {
     std::string s;
@@ -153,8 +152,8 @@ struct failure_note {
 /// What one prompt is about.
 struct prompt_subject {
   enum class kind { explore, mutate, repair } what = kind::explore;
-  expert_hint const* hint = nullptr;         ///< explore, mutate: the hint to follow (null: none)
-  candidate_record const* parent = nullptr;  ///< mutate: the measured parent; repair: the rejected one
+  expert_hint const* hint = nullptr;            ///< explore, mutate: the hint to follow (null: none)
+  candidate_record const* parent = nullptr;     ///< mutate: the measured parent; repair: the rejected one
   candidate_record const* incumbent = nullptr;  ///< explore: the best so far, shown for reference
   std::vector<failure_note> failures;           ///< recent failures of this lineage, newest last
   bool blind = false;  ///< no hint, no measurements, no diagnosis, no failures (the blind ablation)
@@ -329,8 +328,8 @@ class prompt_builder {
     s += fenced(v.problem().backend == "cuda" ? "cuda" : "cpp", r.cand.source);
     if (!r.cand.launch.empty()) s += "Its launch plan:\n\n" + fenced("json", r.cand.launch);
     if (rejected) {
-      s += "Verdict: rejected at stage '" + std::string(to_string(r.last.where)) + "': " +
-           clip(r.last.detail, max_failure_text_) + "\n\n";
+      s += "Verdict: rejected at stage '" + std::string(to_string(r.last.where)) +
+           "': " + clip(r.last.detail, max_failure_text_) + "\n\n";
     } else if (!blind) {
       s += measurement_section(v, r);
     }

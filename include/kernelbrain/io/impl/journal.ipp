@@ -2,9 +2,9 @@
 // Included by its header (header-only form) or by kernelbrain/src.hpp (separate compilation): see
 // kernelbrain/config.hpp.
 #pragma once
+#include <algorithm>
 #include <boost/json/serialize.hpp>
 #include <boost/json/value.hpp>
-#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -358,10 +358,9 @@ inline evaluation_outcome outcome_from(json::object const& o) {
 }
 
 inline event_kind kind_from(std::string const& name) {
-  for (auto k :
-       {event_kind::proposed, event_kind::duplicate, event_kind::dispatched, event_kind::promoted, event_kind::rejected,
-        event_kind::measured, event_kind::new_best, event_kind::generation_failed, event_kind::model_reply,
-        event_kind::suspended, event_kind::stopped})
+  for (auto k : {event_kind::proposed, event_kind::duplicate, event_kind::dispatched, event_kind::promoted,
+                 event_kind::rejected, event_kind::measured, event_kind::new_best, event_kind::generation_failed,
+                 event_kind::model_reply, event_kind::suspended, event_kind::stopped})
     if (to_string(k) == name) return k;
   throw bad_line("unknown event kind '" + name + "'");
 }
