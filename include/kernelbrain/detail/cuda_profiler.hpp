@@ -51,18 +51,7 @@ inline ncu_location find_ncu(std::string const& explicit_path = {}) {
   };
   if (!explicit_path.empty()) return named(explicit_path, "cuda_options::ncu_path");
   if (char const* e = std::getenv("NCU"); e && *e) return named(e, "NCU");
-  std::vector<std::string> dirs;
-  if (char const* path = std::getenv("PATH")) {
-    std::string p(path);
-    for (std::size_t b = 0; b <= p.size();) {
-      const auto e = p.find(':', b);
-      dirs.push_back(p.substr(b, e == std::string::npos ? std::string::npos : e - b));
-      if (e == std::string::npos) break;
-      b = e + 1;
-    }
-  }
-  if (char const* h = std::getenv("CUDA_HOME"); h && *h) dirs.push_back(std::string(h) + "/bin");
-  dirs.emplace_back("/usr/local/cuda/bin");
+  std::vector<std::string> dirs = cuda_tool_dirs();
   std::vector<std::string> nsight;
   std::error_code ec;
   for (std::filesystem::directory_iterator it("/opt/nvidia/nsight-compute", ec), end; !ec && it != end;

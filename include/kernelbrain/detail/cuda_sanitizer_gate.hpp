@@ -38,18 +38,7 @@ inline std::string find_sanitizer(cuda_options const& opt) {
   auto named = find_named_executable(
       {.backend = "cuda backend", .option = "sanitizer_path", .env_var = "KERNELBRAIN_SANITIZER"}, opt.sanitizer_path);
   if (!named.empty()) return named;
-  std::vector<std::string> dirs;
-  if (char const* path = std::getenv("PATH")) {
-    std::string p(path);
-    for (std::size_t b = 0; b <= p.size();) {
-      const auto e = p.find(':', b);
-      dirs.push_back(p.substr(b, e == std::string::npos ? std::string::npos : e - b));
-      if (e == std::string::npos) break;
-      b = e + 1;
-    }
-  }
-  if (char const* h = std::getenv("CUDA_HOME"); h && *h) dirs.push_back(std::string(h) + "/bin");
-  dirs.push_back("/usr/local/cuda/bin");
+  std::vector<std::string> dirs = cuda_tool_dirs();
   for (auto const& d : dirs)
     if (!d.empty() && is_executable_file(d + "/compute-sanitizer")) return d + "/compute-sanitizer";
   return {};

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <functional>
 #include <string>
 #include <string_view>
@@ -135,6 +136,24 @@ struct named_executable {
   std::string_view option_hint = {};  ///< said after "OPTION '...' is not an executable file" (may be empty)
   std::string_view env_hint = {};     ///< said after "ENV_VAR='...' is not an executable file" (may be empty)
 };
+
+/// Where CUDA's command-line tools (compute-sanitizer, ncu) are looked for, in order: each directory of
+/// $PATH, then $CUDA_HOME/bin, then /usr/local/cuda/bin.
+[[nodiscard]] inline std::vector<std::string> cuda_tool_dirs() {
+  std::vector<std::string> dirs;
+  if (char const* path = std::getenv("PATH")) {
+    const std::string p(path);
+    for (std::size_t b = 0; b <= p.size();) {
+      const auto e = p.find(':', b);
+      dirs.push_back(p.substr(b, e == std::string::npos ? std::string::npos : e - b));
+      if (e == std::string::npos) break;
+      b = e + 1;
+    }
+  }
+  if (char const* h = std::getenv("CUDA_HOME"); h && *h) dirs.push_back(std::string(h) + "/bin");
+  dirs.emplace_back("/usr/local/cuda/bin");
+  return dirs;
+}
 
 /// `option_value`, else the environment variable's value; empty when neither is set. Throws
 /// kernelbrain::error ("BACKEND: OPTION 'VALUE' is not an executable file[: HINT]") when the one that
