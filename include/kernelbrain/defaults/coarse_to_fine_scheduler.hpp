@@ -87,7 +87,12 @@ class coarse_to_fine_scheduler {
       mutations_.pop_front();
       return generate(generation_mode::mutate, opt_.mutate_batch, {id});
     }
-    if (!v.fresh().empty()) return evaluate(v[v.fresh().front()].cand.id, 0);
+    if (!v.fresh().empty()) {
+      // A model's kernel first (its tokens are spent; template points are cheap), else the oldest.
+      for (auto i : v.fresh())
+        if (v[i].cand.origin.starts_with("llm")) return evaluate(v[i].cand.id, 0);
+      return evaluate(v[v.fresh().front()].cand.id, 0);
+    }
     // Nothing queued: explore while the budget is young, refine the incumbent as it is spent.
     const double spent = v.meter().progress();  // not the wall clock: decisions must replay
     const double explore_share = 1.0 - (1.0 - opt_.final_explore_share) * std::min(1.0, spent);
