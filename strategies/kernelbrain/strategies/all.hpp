@@ -41,7 +41,7 @@ inline std::shared_ptr<model_setup const> const& need_model(std::shared_ptr<mode
 /// refuses any other, and documents them in help(name). With a model, the default family's generator
 /// writes kernels with it too (llm::hybrid_generator) and the model-only strategies can run; without
 /// one, those refuse to start and say what to give.
-[[nodiscard]] inline strategy_registry builtin_strategies(std::shared_ptr<model_setup const> model = nullptr) {
+[[nodiscard]] inline strategy_registry builtin_strategies(std::shared_ptr<model_setup const> const& model = nullptr) {
   strategy_registry r;
   // The default family shares the coarse-to-fine scheduler's options, so the ablations differ in one axis only.
   r.add("default",

@@ -373,7 +373,7 @@ class hybrid_generator {
   /// In flight to the first rung that profiles (or the top rung).
   static bool heading_to_profile(search_view const& v, candidate_record const& r) {
     if (r.state != candidate_state::in_flight) return false;
-    const auto next = static_cast<std::size_t>(r.top_rung + 1);
+    const std::size_t next = r.top_rung < 0 ? 0 : static_cast<std::size_t>(r.top_rung) + 1;
     return next < v.rungs().size() && (v.rungs()[next].profile || next + 1 == v.rungs().size());
   }
   /// Passed a measurement at a rung that profiles (where the backend can, with a diagnosis) or at the

@@ -226,7 +226,7 @@ class prompt_builder {
   }
 
  private:
-  static std::string option_or(problem const& p, std::string const& key, std::string fallback) {
+  static std::string option_or(problem const& p, std::string const& key, std::string const& fallback) {
     auto it = p.options.find(key);
     return it == p.options.end() ? fallback : it->second;
   }
