@@ -321,8 +321,10 @@ TEST_CASE("cli: list-strategies lists every registered strategy") {
   const auto r = run_cli({"list-strategies"}, dir);
   REQUIRE_MESSAGE(r.exit_code == 0, r.err);
   const auto lines = split_lines(r.out);
-  const auto names = builtin_strategies().names();
+  // The CLI lists the model-only strategies too (they refuse to run without a model).
+  const auto names = builtin_strategies(std::make_shared<model_setup const>()).names();
   REQUIRE_FALSE(names.empty());
+  CHECK(std::find(names.begin(), names.end(), "blind-llm") != names.end());
   CHECK(lines.size() == names.size());
   for (auto const& name : names) {
     const bool listed = std::any_of(lines.begin(), lines.end(), [&](std::string const& line) {
@@ -359,7 +361,7 @@ TEST_CASE("cli: usage errors exit with code 2 and a message naming the argument"
   check_usage_error({"tune", "synthetic", "--budget", "10evals", "--focus", "a,,b"}, {"--focus"}, dir);
   check_usage_error({"tune", "synthetic", "--budget", "10evals", "--focus", "a"}, {"--focus"}, dir);
   check_usage_error({"tune", "synthetic", "--budget", "10evals", "--strategy", "nope"},
-                    {"--strategy", "unknown strategy 'nope': known strategies are default"}, dir);
+                    {"--strategy", "unknown strategy 'nope': known strategies are blind-llm, default"}, dir);
   check_usage_error({"tune", "synthetic", "--budget", "10evals", "--strategy", "sha:eta"}, {"--strategy", "eta"}, dir);
   check_usage_error({"tune", "synthetic", "--budget", "10evals", "--backend", "opencl"},
                     {"--backend", "unknown backend 'opencl'"}, dir);

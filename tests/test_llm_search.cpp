@@ -332,7 +332,7 @@ TEST_CASE("the budget meter stops on LLM tokens") {
   CHECK(m.exhausted() == "LLM token budget spent");
 }
 
-TEST_CASE("prompts: a mutate prompt carries the parent's numbers and diagnosis; a blind one carries neither") {
+TEST_CASE("prompts: a mutate prompt carries the parent's numbers and diagnosis, a blind one carries neither") {
   const auto p = load_problem(softmax_dir());
   budget_meter meter;
   baseline b;

@@ -15,7 +15,9 @@
 namespace kernelbrain::cli {
 
 strategy_registry const& registry() {
-  static const strategy_registry r = builtin_strategies();
+  // With an empty model setup: the model-only strategies are listed and checked, and refuse to run
+  // until --model, --exchange or --recorded-answers gives a client (run_tune builds the real one).
+  static const strategy_registry r = builtin_strategies(std::make_shared<model_setup const>());
   return r;
 }
 

@@ -23,13 +23,13 @@ namespace detail {
 /// The default family's generator: the expert catalogue alone, or with a model, templates and model side
 /// by side (llm::hybrid_generator).
 inline any_policies with_model(default_policies_t pol, std::shared_ptr<model_setup const> const& model) {
-  if (!model) return erase(std::move(pol));
+  if (!model || !model->client) return erase(std::move(pol));
   return erase(std::move(pol).with_generator(
       llm::hybrid_generator(expert_generator{}, llm::llm_generator(model->client, model->options, model->templates))));
 }
 inline std::shared_ptr<model_setup const> const& need_model(std::shared_ptr<model_setup const> const& model,
                                                             std::string const& strategy) {
-  if (!model)
+  if (!model || !model->client)
     throw error("strategy '" + strategy +
                 "' needs a model: give one (--model with --llm-url, --exchange DIR, or --recorded-answers JOURNAL)");
   return model;
@@ -39,8 +39,9 @@ inline std::shared_ptr<model_setup const> const& need_model(std::shared_ptr<mode
 /// A registry holding every strategy that ships. Each entry names the option table it reads (declared
 /// next to the strategy's options struct); the registry lists those options in the description,
 /// refuses any other, and documents them in help(name). With a model, the default family's generator
-/// writes kernels with it too (llm::hybrid_generator) and the model-only strategies can run; without
-/// one, those refuse to start and say what to give.
+/// writes kernels with it too (llm::hybrid_generator), and the model-only strategies (llm-only,
+/// blind-llm) are registered: they need `model` non-null, and refuse to start, saying what to give, while
+/// its client is null (how the CLI lists and checks them before a model is configured).
 [[nodiscard]] inline strategy_registry builtin_strategies(std::shared_ptr<model_setup const> const& model = nullptr) {
   strategy_registry r;
   // The default family shares the coarse-to-fine scheduler's options, so the ablations differ in one axis only.
@@ -63,20 +64,6 @@ inline std::shared_ptr<model_setup const> const& need_model(std::shared_ptr<mode
           pol.ladder = one_rung_ladder::all_shapes(p, l);
           return pol;
         });
-  r.add("llm-only", "ablation: the default with the model as the only generator (hints and diagnoses, no templates)",
-        coarse_to_fine_options::describe(), [model](problem const& p, coarse_to_fine_options const& c) {
-          auto const& m = detail::need_model(model, "llm-only");
-          return default_policies(p, c).with_generator(llm::llm_generator(m->client, m->options, m->templates));
-        });
-  r.add("blind-llm",
-        "ablation: the model alone and blind: no hints, no profiler, no measurements or failures fed back (the "
-        "paper's blind mutation), same gate, ladder and scheduler",
-        coarse_to_fine_options::describe(), [model](problem const& p, coarse_to_fine_options const& c) {
-          auto const& m = detail::need_model(model, "blind-llm");
-          auto o = m->options;
-          o.blind = true;
-          return default_policies(p, c).with_generator(llm::llm_generator(m->client, o, m->templates));
-        });
   r.add("random", "(mu+lambda) random evolution at the confirm rung only", evolution_options::describe(),
         [](problem const& p, evolution_options const& e) { return random_evolution_policies(p, e); });
   r.add("sha", "synchronous successive halving over the standard ladder", successive_halving_options::describe(),
@@ -88,6 +75,23 @@ inline std::shared_ptr<model_setup const> const& need_model(std::shared_ptr<mode
         [](problem const& p, one_rung_options const& l, exhaustive_options const& e) {
           return exhaustive_policies(p, l, e);
         });
+  // The model-only strategies: registered where a model may be configured (see the CLI).
+  if (model) {
+    r.add("llm-only", "ablation: the default with the model as the only generator (hints and diagnoses, no templates)",
+          coarse_to_fine_options::describe(), [model](problem const& p, coarse_to_fine_options const& c) {
+            auto const& m = detail::need_model(model, "llm-only");
+            return default_policies(p, c).with_generator(llm::llm_generator(m->client, m->options, m->templates));
+          });
+    r.add("blind-llm",
+          "ablation: the model alone and blind: no hints, no profiler, no measurements or failures fed back (the "
+          "paper's blind mutation), same gate, ladder and scheduler",
+          coarse_to_fine_options::describe(), [model](problem const& p, coarse_to_fine_options const& c) {
+            auto const& m = detail::need_model(model, "blind-llm");
+            auto o = m->options;
+            o.blind = true;
+            return default_policies(p, c).with_generator(llm::llm_generator(m->client, o, m->templates));
+          });
+  }
   return r;
 }
 
