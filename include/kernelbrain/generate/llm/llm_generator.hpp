@@ -61,8 +61,6 @@ class llm_generator {
     if (!client_) throw error("llm_generator: no model client");
   }
 
-  void reseed(std::uint64_t seed) { rng_.reseed(seed); }
-
   void observe(event const& e) {
     if (e.kind != event_kind::rejected || !mine_.contains(e.id) || opt_.blind) return;
     const auto it = parent_of_.find(e.id);
@@ -258,7 +256,6 @@ class llm_generator {
   std::shared_ptr<model_client> client_;
   llm_generator_options opt_;
   prompt_builder builder_;
-  rng rng_{0};
   std::size_t next_hint_ = 0;
   std::unordered_map<std::string, std::size_t> asked_;
   std::vector<model_exchange> exchanges_;
@@ -285,8 +282,7 @@ class hybrid_generator {
       : templates_(std::move(templates)), model_(std::move(model)) {}
 
   void reseed(std::uint64_t seed) {
-    templates_.reseed(derive_seed(seed, "templates"));
-    model_.reseed(derive_seed(seed, "model"));
+    templates_.reseed(derive_seed(seed, "templates"));  // the model's choices are rng-free
   }
   void observe(event const& e) {
     templates_.observe(e);

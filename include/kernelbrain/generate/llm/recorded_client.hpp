@@ -6,7 +6,6 @@
 // before is not asked again) and otherwise comes back as call_status::waiting, which stops the search
 // with the reason instead of inventing an answer.
 #pragma once
-#include <atomic>
 #include <map>
 #include <memory>
 #include <span>
@@ -46,7 +45,6 @@ class recorded_client final : public model_client {
     out.model = x.model;
     out.finish_reason = x.finish_reason;
     out.error = x.error;
-    ++served_;
     return out;
   }
 
@@ -64,7 +62,6 @@ class recorded_client final : public model_client {
   std::map<std::pair<std::string, std::size_t>, model_exchange> answers_;
   std::shared_ptr<model_client> fallback_;
   std::string source_;
-  std::atomic<std::size_t> served_{0};
 };
 
 }  // namespace kernelbrain::llm
