@@ -219,6 +219,79 @@ TEST_CASE(
   CHECK(rechecked >= 1);
 }
 
+namespace {
+
+/// Counts dispatches (called on the main thread, read by the model's thread).
+struct dispatch_counter final : observer {
+  std::atomic<std::size_t> n{0};
+  void on_event(event const& e, search_view const&) override {
+    if (e.kind == event_kind::dispatched) ++n;
+  }
+};
+
+/// A model that answers like scripted_answer, but first waits (at most `patience`) for an evaluation to
+/// be dispatched while its request is in flight, and counts the requests during which that happened.
+class watching_client final : public llm::model_client {
+ public:
+  watching_client(dispatch_counter const& d, std::chrono::milliseconds patience) : d_(d), patience_(patience) {}
+  llm::chat_reply complete(llm::chat_request const& r) override {
+    const auto start = d_.n.load();
+    const auto until = std::chrono::steady_clock::now() + patience_;
+    while (d_.n.load() == start && std::chrono::steady_clock::now() < until)
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    if (d_.n.load() != start) ++overlapped;
+    ++asked;
+    llm::chat_reply out;
+    out.status = llm::call_status::ok;
+    out.text = scripted_answer(r.prompt.user);
+    out.usage = {100, 100, false, 0};
+    return out;
+  }
+  [[nodiscard]] std::string describe() const override { return "watching"; }
+  [[nodiscard]] std::size_t concurrency() const override { return 16; }  // a batch waits once, not per prompt
+  std::atomic<std::size_t> overlapped{0}, asked{0};
+
+ private:
+  dispatch_counter const& d_;
+  std::chrono::milliseconds patience_;
+};
+
+}  // namespace
+
+TEST_CASE("model requests are in flight while evaluations are dispatched; the search stops with none lost") {
+  const auto p = load_problem(softmax_dir());
+  auto run = [&](std::size_t lag, std::chrono::milliseconds patience) {
+    dispatch_counter d;
+    auto client = std::make_shared<watching_client>(d, patience);
+    auto setup = std::make_shared<model_setup>();
+    setup->client = client;
+    setup->options.lag = lag;
+    auto policies = builtin_strategies(setup).make("default", p, strategy_options::parse("explore_batch=4"));
+    host_evaluator ev(p, fast_host());
+    search_options so;
+    so.seed = 5;
+    so.limits.evaluations = 16;
+    so.max_in_flight = 1;  // the main thread waits for each evaluation: only the model's thread can overlap
+    so.observers.push_back(&d);
+    const auto r = search(p, std::move(policies), ev, so);
+    return std::tuple{r, client->asked.load(), client->overlapped.load()};
+  };
+  // Lag 1 (the default): the model's batch is sent on its own thread and the search goes on.
+  const auto [r1, asked1, overlapped1] = run(1, std::chrono::seconds(5));
+  INFO("lag 1: asked ", asked1, ", overlapped ", overlapped1, ", stop: ", r1.stop_reason);
+  REQUIRE(asked1 >= 2);
+  CHECK(overlapped1 >= 1);
+  CHECK(r1.stop_reason == "evaluation budget spent");
+  // Every request made was charged, those still in flight at the stop included (settle()).
+  CHECK(r1.used.llm_tokens == 200 * asked1);
+  // Lag 0, the control: the search waits in propose(), so nothing is dispatched during a request.
+  const auto [r0, asked0, overlapped0] = run(0, std::chrono::milliseconds(300));
+  INFO("lag 0: asked ", asked0, ", overlapped ", overlapped0);
+  REQUIRE(asked0 >= 2);
+  CHECK(overlapped0 == 0);
+  CHECK(r0.used.llm_tokens == 200 * asked0);
+}
+
 TEST_CASE("recorded answers: a prompt the recording lacks suspends the search with the reason") {
   auto c = std::make_shared<llm::recorded_client>(std::vector<model_exchange>{});
   llm::chat_request r;

@@ -54,6 +54,12 @@ model_arguments::model_arguments(CLI::App& cmd) {
   cmd.add_option("--llm-temperature", temperature_, "sampling temperature (default 0.7)")->group(g)->type_name("T");
   cmd.add_option("--llm-max-tokens", max_tokens_, "most tokens per reply (default 16384)")->group(g)->type_name("N");
   cmd.add_option("--llm-concurrency", concurrency_, "requests in flight at once (default 4)")->group(g)->type_name("N");
+  cmd.add_option("--llm-lag", lag_,
+                 "generation requests between sending prompts and taking their kernels:\n"
+                 "the GPU measures meanwhile (default 1; 0 = wait for each reply; the\n"
+                 "search does not depend on the model's latency either way)")
+      ->group(g)
+      ->type_name("N");
   cmd.add_option("--llm-timeout", timeout_, "seconds per request attempt (default 600)")->group(g)->type_name("S");
   cmd.add_option("--llm-retries", retries_, "retries on 429, 5xx, resets and timeouts (default 4)")
       ->group(g)
@@ -97,6 +103,7 @@ model_options model_arguments::finish() const {
   o.concurrency = static_cast<std::size_t>(parse_count(concurrency_, "--llm-concurrency 4"));
   if (o.concurrency == 0 || o.max_tokens == 0)
     throw usage_error("--llm-concurrency and --llm-max-tokens must be at least 1");
+  o.lag = static_cast<std::size_t>(std::min<std::uint64_t>(parse_count(lag_, "--llm-lag 1"), 64));
   o.timeout_seconds = positive_number(timeout_, "--llm-timeout");
   o.retries = static_cast<unsigned>(std::min<std::uint64_t>(parse_count(retries_, "--llm-retries 4"), 100));
   if (!price_.empty()) {
@@ -128,6 +135,7 @@ std::shared_ptr<model_setup const> make_model(model_options const& o, std::span<
   auto setup = std::make_shared<model_setup>();
   setup->options.temperature = o.temperature;
   setup->options.max_tokens = o.max_tokens;
+  setup->options.lag = o.lag;
   if (o.templates) setup->templates = llm::prompt_templates::from_directory(*o.templates);
   std::shared_ptr<llm::model_client> client;
   if (o.recorded) {

@@ -24,6 +24,7 @@ struct model_options {
   double temperature = 0.7;  ///< --llm-temperature
   std::size_t max_tokens = 16384;
   std::size_t concurrency = 4;
+  std::size_t lag = 1;  ///< --llm-lag: propose() calls between sending a batch and taking its kernels
   double timeout_seconds = 600;
   unsigned retries = 4;
   double price_in_per_million = 0;  ///< --llm-price IN,OUT (per million tokens)
@@ -46,7 +47,7 @@ class model_arguments {
   [[nodiscard]] model_options finish() const;
 
  private:
-  std::string model_, url_, api_, key_env_, temperature_ = "0.7", max_tokens_ = "16384", concurrency_ = "4",
+  std::string model_, url_, api_, key_env_, temperature_ = "0.7", max_tokens_ = "16384", concurrency_ = "4", lag_ = "1",
                                             timeout_ = "600", retries_ = "4", price_, ca_file_, exchange_,
                                             exchange_wait_, recorded_, templates_;
   bool exchange_wait_given_ = false;

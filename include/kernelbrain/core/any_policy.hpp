@@ -101,6 +101,7 @@ struct generator_axis {
   struct interface : erased_policy {
     virtual std::vector<candidate> propose(search_view const& v, proposal_request const& r) = 0;
     virtual std::vector<model_exchange> take_exchanges() = 0;
+    virtual std::vector<candidate> settle() = 0;
   };
   template <class T>
   struct model final : erased_holder<interface, T> {
@@ -109,6 +110,7 @@ struct generator_axis {
       return this->value.propose(v, r);
     }
     std::vector<model_exchange> take_exchanges() override { return take_exchanges_if_able(this->value); }
+    std::vector<candidate> settle() override { return settle_if_able(this->value); }
   };
   template <class T>
   static constexpr bool models = generator<T>;
@@ -213,6 +215,8 @@ class any_generator : public detail::basic_any<detail::generator_axis> {
   std::vector<candidate> propose(search_view const& v, proposal_request const& r) { return self_->propose(v, r); }
   /// The optional hook, always present here (empty for a generator without it).
   std::vector<model_exchange> take_exchanges() { return self_->take_exchanges(); }
+  /// The optional hook, always present here (empty for a generator without it).
+  std::vector<candidate> settle() { return self_->settle(); }
 };
 
 /// Any gate, chosen at run time.

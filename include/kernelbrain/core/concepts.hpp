@@ -68,6 +68,14 @@ concept reporting_exchanges = requires(P& p) {
   { p.take_exchanges() } -> std::same_as<std::vector<model_exchange>>;
 };
 
+/// Optional hook: a generator with work still in flight when the search stops (model requests sent
+/// ahead of need) hands over what came of it; the engine records those candidates, which are never
+/// evaluated, and their exchanges, so that nothing paid for is missing from the journal.
+template <class P>
+concept settling = requires(P& p) {
+  { p.settle() } -> std::same_as<std::vector<candidate>>;
+};
+
 /// One static_assert per requirement, with the signature spelled out. Used by policies<...>, the
 /// any_* wrappers and search(). Each returns true whatever the outcome, so that a caller's own
 /// `static_assert(check_x<T>())` adds no second, bare "static assertion failed" to the message.
@@ -118,6 +126,14 @@ template <class P>
 std::vector<model_exchange> take_exchanges_if_able(P& p) {
   if constexpr (reporting_exchanges<P>)
     return p.take_exchanges();
+  else
+    return {};
+}
+/// p.settle() when P has the hook; nothing otherwise.
+template <class P>
+std::vector<candidate> settle_if_able(P& p) {
+  if constexpr (settling<P>)
+    return p.settle();
   else
     return {};
 }

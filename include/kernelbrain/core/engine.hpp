@@ -219,8 +219,11 @@ class engine {
       note_event(event_kind::new_best, o.id, o.rung, verdict{}, s, std::string{});
   }
 
-  finished finish(std::string why) {
+  /// Stops the search (once). `settle`: first record what the generator still has in flight (not when
+  /// the generator itself suspended the search: it has nothing more to give until answers exist).
+  finished finish(std::string why, bool settle = true) {
     if (!stopped_) {
+      if (settle) settle_generation();
       stopped_ = true;
       stop_reason_ = std::move(why);
       announce_stop_when_drained();
@@ -247,12 +250,21 @@ class engine {
         suspended_ = true;
         note_event(event_kind::suspended, candidate_id{}, 0, verdict{}, std::nullopt, ex.what());
       }
-      (void)finish(ex.what());
+      (void)finish(ex.what(), false);
       return false;
     } catch (std::exception const& ex) {
       ++history_.counters().generation_failures;
       note_event(event_kind::generation_failed, candidate_id{}, 0, verdict{}, std::nullopt, ex.what());
     }
+    const std::size_t added = add_proposals(std::move(proposals), true);
+    record_exchanges();
+    fruitless_ = added > 0 ? 0 : fruitless_ + 1;
+    return added > 0;
+  }
+
+  /// Adds new candidates to the history (duplicates are counted and noted); `prefetch`: hand them to
+  /// take_proposed(). Returns how many were new.
+  std::size_t add_proposals(std::vector<candidate> proposals, bool prefetch) {
     std::size_t added = 0;
     for (auto& c : proposals) {
       c.seal();
@@ -260,7 +272,7 @@ class engine {
       std::string origin = c.origin;
       if (history_.add(std::move(c))) {
         meter_.charge_candidate();
-        if (auto i = history_.find(id)) proposed_.push_back(*i);
+        if (auto i = history_.find(id); i && prefetch) proposed_.push_back(*i);
         ++added;
         note_event(event_kind::proposed, id, 0, verdict{}, std::nullopt, std::move(origin));
       } else {
@@ -268,9 +280,21 @@ class engine {
         note_event(event_kind::duplicate, id, 0, verdict{}, std::nullopt, std::move(origin));
       }
     }
+    return added;
+  }
+
+  /// When the search stops: what the generator still had in flight (model requests sent ahead) is
+  /// recorded, candidates and exchanges, though never evaluated: its tokens were spent.
+  void settle_generation() {
+    std::vector<candidate> late;
+    try {
+      late = settle_if_able(pol_.generator);
+    } catch (std::exception const& ex) {
+      ++history_.counters().generation_failures;
+      note_event(event_kind::generation_failed, candidate_id{}, 0, verdict{}, std::nullopt, ex.what());
+    }
+    (void)add_proposals(std::move(late), false);
     record_exchanges();
-    fruitless_ = added > 0 ? 0 : fruitless_ + 1;
-    return added > 0;
   }
 
   /// Charges the model's tokens and cost, and notes and journals each exchange (after its candidates

@@ -5,10 +5,18 @@
 // needs no template) with the incumbent shown; mutate requests send a measured parent with its per-shape
 // numbers, static resources and profiler diagnosis, and the hint whose words best match that diagnosis;
 // a candidate of the model's that is rejected for a compile error, a wrong answer or a bad signature
-// becomes a repair prompt (once per lineage). All prompts of one propose() go out together, at most the
-// client's concurrency at a time, and come back in prompt order, so the search is the same at any
-// concurrency. Blind mode (the paper's ablation) sends no hint, no measurements, no diagnosis and no
-// failures: the problem, the reference, and for mutation the parent's source only.
+// becomes a repair prompt (once per lineage). All prompts of one propose() go out together as a batch,
+// at most the client's concurrency at a time, and come back in prompt order, so the search is the same
+// at any concurrency. Blind mode (the paper's ablation) sends no hint, no measurements, no diagnosis and
+// no failures: the problem, the reference, and for mutation the parent's source only.
+//
+// Overlap: with lag L >= 1 (the default is 1) a batch is sent on a thread of its own and its kernels are
+// taken L propose() calls later (waiting there if the replies are not in yet), or earlier by a call that
+// would otherwise return nothing, so the GPU measures what is queued while the model writes, and the model
+// writes while the GPU measures. Which call takes a batch
+// depends on the call count only, never on when the replies arrive: the search is the same whatever the
+// model's latency. What is still in flight when the search stops is taken by settle() (the engine records
+// those kernels and their exchanges; they are not evaluated). lag = 0 waits for each batch in propose().
 //
 // hybrid_generator: the default composition's generator when a model is configured: the expert
 // catalogue's template moves and the model's kernels side by side, each request split between them by
@@ -22,9 +30,12 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
+#include <future>
 #include <memory>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -51,6 +62,9 @@ struct llm_generator_options {
   bool repair = true;              ///< turn compile / wrong-answer / signature rejects into repair prompts
   std::size_t failures_shown = 3;  ///< recent failures of a lineage shown in a prompt
   std::size_t max_reply_bytes = std::size_t{1} << 20;  ///< the parser's limit
+  /// propose() calls between sending a batch and taking its kernels (0: wait for the replies in the
+  /// same call). See "Overlap" above; recorded answers re-run a search only at the lag it ran with.
+  std::size_t lag = 1;
 };
 
 class llm_generator {
@@ -77,14 +91,84 @@ class llm_generator {
   }
 
   std::vector<candidate> propose(search_view const& v, proposal_request const& req) {
+    return propose_all(v, std::span<proposal_request const>(&req, 1));
+  }
+
+  /// Several requests' prompts as one batch (hybrid_generator: its share of a request and its deferred
+  /// parents): the kernels of batches that are due, then this batch sent (or, with lag 0, answered).
+  /// When nothing would come back (no batch due, and `others` false: the caller has nothing else to
+  /// give), the oldest batch in flight is taken early rather than leaving the search idle.
+  std::vector<candidate> propose_all(search_view const& v, std::span<proposal_request const> reqs,
+                                     bool others = false) {
+    ++calls_;
+    std::vector<candidate> out;
+    while (!in_flight_.empty() && (in_flight_.front().due <= calls_ || (out.empty() && !others))) {
+      batch b = std::move(in_flight_.front());
+      in_flight_.pop_front();
+      take(b, out, true);
+    }
+    batch b;
+    for (auto const& r : reqs) add_prompts(v, r, b);
+    if (b.requests.empty()) return out;
+    if (opt_.lag == 0) {
+      b.replies = std::async(std::launch::deferred, [c = client_, rs = b.requests] { return c->complete_all(rs); });
+      take(b, out, true);
+      return out;
+    }
+    b.due = calls_ + opt_.lag;
+    b.replies = std::async(std::launch::async, [c = client_, rs = b.requests] { return c->complete_all(rs); });
+    in_flight_.push_back(std::move(b));
+    return out;
+  }
+
+  /// The kernels of every batch still in flight (waiting for their replies); answers an exchange does not
+  /// have yet are dropped (the prompt files stay). For the engine, when the search stops.
+  std::vector<candidate> settle() {
+    std::vector<candidate> out;
+    while (!in_flight_.empty()) {
+      batch b = std::move(in_flight_.front());
+      in_flight_.pop_front();
+      take(b, out, false);
+    }
+    return out;
+  }
+  /// Batches sent and not yet taken.
+  [[nodiscard]] std::size_t batches_in_flight() const noexcept { return in_flight_.size(); }
+
+  /// The exchanges since the last call (the engine charges and journals them).
+  std::vector<model_exchange> take_exchanges() { return std::exchange(exchanges_, {}); }
+
+  /// Whether `id` was written by the model (for hybrid_generator's bookkeeping).
+  [[nodiscard]] bool wrote(candidate_id id) const { return mine_.contains(id); }
+  [[nodiscard]] model_client& client() noexcept { return *client_; }
+
+ private:
+  /// One batch of prompts: what was asked, why, and the replies to come.
+  struct asked {
+    std::string purpose;
+    std::optional<candidate_id> parent;
+    std::string hint;  ///< the hint's name, if the prompt carried one
+    bool repair = false;
+  };
+  struct batch {
+    std::vector<chat_request> requests;
+    std::vector<asked> why;
+    reply_expectations expect;
+    std::future<std::vector<chat_reply>> replies;
+    std::size_t due = 0;  ///< the propose() call that takes it
+  };
+
+  /// Builds the prompts of one request into `b`.
+  void add_prompts(search_view const& v, proposal_request const& req, batch& b) {
     auto const& p = v.problem();
     if (p.backend != "cuda" && p.backend != "host")
       throw error("problem '" + p.name + "' runs on the " + (p.backend.empty() ? "synthetic" : p.backend) +
                   " backend, whose candidates have no source: a model cannot write them");
+    b.expect.backend = p.backend;
+    b.expect.plan_required = p.backend == "cuda";
+    b.expect.max_reply_bytes = opt_.max_reply_bytes;
     std::vector<prompt_subject> subjects;
-    std::vector<std::string> purposes;
-    std::vector<std::optional<candidate_id>> parents;
-    std::vector<bool> repair_flags;
+    std::vector<asked> why;
     // Repairs first: a rejected kernel of the model's, with its verdict.
     while (!opt_.blind && !repairs_.empty() && subjects.size() < req.count) {
       const auto id = repairs_.front();
@@ -96,9 +180,7 @@ class llm_generator {
       s.parent = rec;
       s.failures = lineage_failures(id);
       subjects.push_back(std::move(s));
-      purposes.push_back("repair:" + id.str());
-      parents.push_back(id);
-      repair_flags.push_back(true);
+      why.push_back({"repair:" + id.str(), id, {}, true});
     }
     auto const& hints = p.catalogue;
     for (std::size_t k = 0; subjects.size() < req.count; ++k) {
@@ -116,52 +198,53 @@ class llm_generator {
           s.hint = hint_for(hints, *parent);
           s.failures = lineage_failures(parent->cand.id);
         }
-        purposes.push_back("mutate:" + parent->cand.id.str() + (s.hint ? ":" + s.hint->name : std::string()));
-        parents.push_back(parent->cand.id);
+        why.push_back({"mutate:" + parent->cand.id.str() + (s.hint ? ":" + s.hint->name : std::string()),
+                       parent->cand.id, s.hint ? s.hint->name : std::string(), false});
       } else {
         s.what = prompt_subject::kind::explore;
         if (!opt_.blind && !hints.empty()) {
           s.hint = req.hint.empty() ? &hints[next_hint_++ % hints.size()] : find_hint(p, req.hint);
           s.incumbent = v.best();
         }
-        purposes.push_back(std::string("explore") + (s.hint ? ":" + s.hint->name : std::string()));
-        parents.push_back(std::nullopt);
+        why.push_back({std::string("explore") + (s.hint ? ":" + s.hint->name : std::string()), std::nullopt,
+                       s.hint ? s.hint->name : std::string(), false});
       }
       subjects.push_back(std::move(s));
-      repair_flags.push_back(false);
     }
     // The prompts, each with how often it was asked before (recorded answers key on both).
-    std::vector<chat_request> requests;
-    for (auto const& s : subjects) {
+    for (std::size_t i = 0; i < subjects.size(); ++i) {
       chat_request r;
-      r.prompt = builder_.build(v, s);
+      r.prompt = builder_.build(v, subjects[i]);
       r.occurrence = asked_[r.prompt.key()]++;
       r.max_tokens = opt_.max_tokens;
       r.temperature = opt_.temperature;
-      requests.push_back(std::move(r));
+      b.requests.push_back(std::move(r));
+      b.why.push_back(std::move(why[i]));
     }
-    auto replies = client_->complete_all(requests);
+  }
+
+  /// Waits for `b`'s replies and parses them into `out`, each exchange kept for take_exchanges(). When
+  /// `suspend`, an answer that does not exist yet stops the search (search_suspended); else such replies
+  /// are dropped.
+  void take(batch& b, std::vector<candidate>& out, bool suspend) {
+    auto replies = b.replies.get();
     std::size_t waiting = 0;
     std::string first_wait;
     for (auto const& r : replies)
       if (r.status == call_status::waiting && waiting++ == 0) first_wait = r.error;
-    if (waiting > 0)
+    if (waiting > 0 && suspend)
       throw search_suspended("waiting for " + std::to_string(waiting) + " answer" + (waiting == 1 ? "" : "s") +
                              (first_wait.empty() ? std::string() : " (" + first_wait + ")"));
-
-    reply_expectations ex;
-    ex.backend = p.backend;
-    ex.plan_required = p.backend == "cuda";
-    ex.max_reply_bytes = opt_.max_reply_bytes;
-    std::vector<candidate> out;
-    for (std::size_t i = 0; i < replies.size(); ++i) {
+    for (std::size_t i = 0; i < replies.size() && i < b.requests.size(); ++i) {
       auto const& r = replies[i];
+      if (r.status == call_status::waiting) continue;
+      auto const& why = b.why[i];
       model_exchange x;
-      x.key = requests[i].prompt.key();
-      x.occurrence = requests[i].occurrence;
-      x.purpose = purposes[i];
-      x.system = requests[i].prompt.system;
-      x.user = requests[i].prompt.user;
+      x.key = b.requests[i].prompt.key();
+      x.occurrence = b.requests[i].occurrence;
+      x.purpose = why.purpose;
+      x.system = b.requests[i].prompt.system;
+      x.user = b.requests[i].prompt.user;
       x.reply = r.text;
       x.status = std::string(to_string(r.status));
       x.input_tokens = r.usage.input;
@@ -173,38 +256,30 @@ class llm_generator {
       x.model = r.model;
       x.finish_reason = r.finish_reason;
       x.error = r.error;
-      x.parent = parents[i];
+      x.parent = why.parent;
       if (r.status == call_status::ok || r.status == call_status::cut) {
-        auto parsed = parse_reply(r.text, ex);
+        auto parsed = parse_reply(r.text, b.expect);
         x.parse_status = std::string(to_string(parsed.status));
         x.repairs = parsed.repairs;
         x.parse_message = parsed.message;
         if (parsed.ok()) {
-          std::string origin = "llm:" + purposes[i].substr(0, purposes[i].find(':'));
-          if (subjects[i].hint) origin += ":" + subjects[i].hint->name;
-          if (opt_.blind) origin = "llm-blind:" + purposes[i].substr(0, purposes[i].find(':'));
-          auto c = make_candidate("llm", {}, origin, parents[i], std::move(parsed.source), std::move(parsed.plan));
+          const std::string kind = why.purpose.substr(0, why.purpose.find(':'));
+          std::string origin = "llm:" + kind;
+          if (!why.hint.empty()) origin += ":" + why.hint;
+          if (opt_.blind) origin = "llm-blind:" + kind;
+          auto c = make_candidate("llm", {}, origin, why.parent, std::move(parsed.source), std::move(parsed.plan));
           x.candidate = c.id;
           mine_.insert(c.id);
           origin_[c.id] = c.origin;
-          parent_of_[c.id] = lineage_of(parents[i]);
-          if (repair_flags[i]) is_repair_.insert(c.id);
+          parent_of_[c.id] = lineage_of(why.parent);
+          if (why.repair) is_repair_.insert(c.id);
           out.push_back(std::move(c));
         }
       }
       exchanges_.push_back(std::move(x));
     }
-    return out;
   }
 
-  /// The exchanges since the last call (the engine charges and journals them).
-  std::vector<model_exchange> take_exchanges() { return std::exchange(exchanges_, {}); }
-
-  /// Whether `id` was written by the model (for hybrid_generator's bookkeeping).
-  [[nodiscard]] bool wrote(candidate_id id) const { return mine_.contains(id); }
-  [[nodiscard]] model_client& client() noexcept { return *client_; }
-
- private:
   /// The lineage a child belongs to: its parent's lineage when the parent is the model's, else the parent.
   std::optional<candidate_id> lineage_of(std::optional<candidate_id> parent) const {
     if (!parent) return std::nullopt;
@@ -265,6 +340,8 @@ class llm_generator {
   std::unordered_map<candidate_id, std::vector<failure_note>> failures_;     ///< by lineage
   std::vector<candidate_id> repairs_;
   std::unordered_map<candidate_id, std::size_t> rotation_;
+  std::deque<batch> in_flight_;  ///< sent, oldest first
+  std::size_t calls_ = 0;        ///< propose() calls so far
 };
 
 /// Template moves and model-written kernels in one generator, the paper's split: cheap template moves
@@ -326,14 +403,14 @@ class hybrid_generator {
       const bool may_fill = earned || req.mode == generation_mode::explore || req.parents.empty();
       if (out.size() < t.count && may_fill) for_model += t.count - out.size();
     }
+    // The model's share and the deferred parents whose profiled measurement is in (or that were rejected on
+    // the way: dropped) go out as one batch (an exchange search waits for all of them at once).
+    std::vector<proposal_request> asks;
     if (for_model > 0) {
       proposal_request m = req;
       m.count = for_model;
-      auto more = model_.propose(v, m);
-      for (auto& c : more) out.push_back(std::move(c));
+      asks.push_back(std::move(m));
     }
-    // Deferred parents whose profiled measurement is in (or that were rejected on the way: dropped), all
-    // in one request: their prompts go out together (and an exchange search waits for all of them at once).
     proposal_request ready;
     ready.mode = generation_mode::mutate;
     for (std::size_t i = 0; i < deferred_.size();) {
@@ -351,12 +428,16 @@ class hybrid_generator {
     }
     if (!ready.parents.empty()) {
       ready.count = ready.parents.size();  // parents[k % size]: each parent its own number of children
-      auto more = model_.propose(v, ready);
-      for (auto& c : more) out.push_back(std::move(c));
+      asks.push_back(std::move(ready));
     }
+    // Called even with nothing to ask: batches sent earlier may be due.
+    auto more = model_.propose_all(v, asks, !out.empty());
+    for (auto& c : more) out.push_back(std::move(c));
     return out;
   }
 
+  /// The model's kernels still in flight when the search stops (see llm_generator::settle).
+  std::vector<candidate> settle() { return model_.settle(); }
   std::vector<model_exchange> take_exchanges() { return model_.take_exchanges(); }
   [[nodiscard]] llm_generator& model() noexcept { return model_; }
 
