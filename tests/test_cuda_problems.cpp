@@ -10,6 +10,7 @@
 #include <fstream>
 #include <kernelbrain/core/error.hpp>
 #include <kernelbrain/defaults/multi_rung_ladder.hpp>
+#include <kernelbrain/generate/template_space.hpp>
 #include <kernelbrain/io/problem_loader.hpp>
 #include <sstream>
 #include <string>
@@ -46,6 +47,34 @@ TEST_CASE("every CUDA problem in examples/cuda_problems loads") {
   const auto fp16 = load_problem(root / "sdpa_fp16");
   CHECK(fp16.options.at("precision") == "fp16");
   CHECK(fp16.inputs.front().dtype == "f16");
+}
+
+TEST_CASE("the CUDA catalogues' diagnosis moves can each be made from some point of their space") {
+  const fs::path root = fs::path(KB_SOURCE_DIR) / "examples" / "cuda_problems";
+  for (auto const* name : {"softmax", "linear_relu_div", "sdpa_fp16"}) {
+    CAPTURE(name);
+    const auto p = load_problem(root / name);
+    std::size_t declared = 0;
+    for (auto const& h : p.catalogue)
+      for (auto const& m : h.diagnosis_moves) {
+        CAPTURE(h.name);
+        CAPTURE(m.tag);
+        CAPTURE(m.param);
+        ++declared;
+        REQUIRE(h.templ);
+        auto const& space = h.templ->space;
+        std::size_t which = 0;
+        while (space.params[which].name != m.param) ++which;
+        // Somewhere in the space a single step along the list moves the value the declared way.
+        bool possible = false;
+        for (auto const& point : space.enumerate())
+          for (int st : {-1, 1})
+            if (auto q = step_parameter(space, point, which, st))
+              possible = possible || (q->at(m.param) - point.at(m.param)) * m.direction > 0;
+        CHECK(possible);
+      }
+    CHECK(declared > 0);
+  }
 }
 
 TEST_CASE("CUDA problem fields keep the loader strict") {

@@ -476,3 +476,187 @@ TEST_CASE("the expert generator tries first the mutations that paid before, and 
   CHECK(lost.param == paid.param);                                       // same seed: the same first move
   CHECK(!(lost.next_param == lost.param && lost.next_dir == lost.dir));  // now not repeated first
 }
+
+namespace {
+/// One parent (the expert default point of the problem's first family, measured at speedup 1 with
+/// `diagnosis`) and a generator seeded with `seed` that mutates it.
+struct steering_probe {
+  problem p;
+  budget_meter meter;
+  baseline base;
+  std::vector<rung> rungs{rung{}};
+  detail::search_history h{p, rungs, base, meter};
+  expert_generator g;
+  candidate parent;
+
+  steering_probe(problem prob, std::string const& diagnosis, std::uint64_t seed) : p(std::move(prob)) {
+    g.reseed(seed);
+    auto explored = g.propose(search_view(h), proposal_request{generation_mode::explore, {}, 1, {}});
+    REQUIRE(explored.size() == 1);
+    parent = explored[0];
+    auto i = h.add(parent);
+    REQUIRE(i);
+    auto& r = h.at(*i);
+    r.scores[0] = score{1.0, 1.0};
+    measurement m;
+    m.diagnosis = diagnosis;
+    r.results[0] = m;
+  }
+  /// The next mutation of the parent, added to the history.
+  candidate mutate() {
+    auto c = g.propose(search_view(h), proposal_request{generation_mode::mutate, {parent.id}, 1, {}});
+    REQUIRE(c.size() == 1);
+    REQUIRE(h.add(c[0]));
+    return c[0];
+  }
+  /// The parameter a mutation changed, and whether it raised (+1) or lowered (-1) its value.
+  [[nodiscard]] std::pair<std::string, int> move_of(candidate const& child) const {
+    for (auto const& d : find_hint(p, parent.family)->templ->space.params)
+      if (child.params.at(d.name) != parent.params.at(d.name))
+        return {d.name, child.params.at(d.name) > parent.params.at(d.name) ? 1 : -1};
+    FAIL("the child equals its parent");
+    return {};
+  }
+};
+
+constexpr std::string_view small_grid_diagnosis =
+    "small grid [12]: 12 blocks for 132 SMs\nprofiler unavailable [0]: ncu: not found (not on PATH)\n";
+}  // namespace
+
+TEST_CASE("a move the family declares for a finding of the parent's diagnosis is tried first, once") {
+  auto const& plain = landscape().get_problem();
+  const std::uint64_t seed = 3;
+  // Without a declared move: the order the seed gives.
+  steering_probe unsteered(plain, std::string(small_grid_diagnosis), seed);
+  const auto normal = unsteered.move_of(unsteered.mutate());
+  // Declare, for "small grid", lowering a parameter that the normal order does not move first.
+  problem declared = plain;
+  auto& hint = declared.catalogue.front();
+  REQUIRE(hint.name == unsteered.parent.family);
+  std::string param;
+  for (auto const& d : hint.templ->space.params)
+    if (d.name != normal.first) {
+      param = d.name;
+      break;
+    }
+  REQUIRE(!param.empty());
+  hint.diagnosis_moves = {{"small grid", param, -1}};
+  declared.validate();
+
+  steering_probe steered(declared, std::string(small_grid_diagnosis), seed);
+  const auto first = steered.mutate();
+  CHECK(steered.move_of(first) == std::make_pair(param, -1));
+  CHECK(first.origin == "mutation:" + param + "(diagnosis: small grid)");
+  // The declared move is a single step: the next smaller value in the list.
+  auto const& values =
+      std::find_if(hint.templ->space.params.begin(), hint.templ->space.params.end(), [&](parameter_def const& d) {
+        return d.name == param;
+      })->values;
+  const auto at = std::find(values.begin(), values.end(), steered.parent.params.at(param));
+  REQUIRE(at != values.begin());
+  CHECK(first.params.at(param) == *(at - 1));
+  // Proposed once: then the normal order resumes (other parameters, untried, come next; no more
+  // mutations on account of the diagnosis).
+  const auto second = steered.mutate();
+  CHECK(steered.move_of(second).first != param);
+  for (int i = 0; i < 8; ++i) CHECK(steered.mutate().origin.find("diagnosis") == std::string::npos);
+
+  // The declaration does nothing without its tag: no diagnosis, or another finding only.
+  steering_probe no_diagnosis(declared, "", seed);
+  CHECK(no_diagnosis.move_of(no_diagnosis.mutate()) == normal);
+  steering_probe other_finding(declared, "tail effect [1.5]: 1.5 waves, 25% idle\n", seed);
+  const auto other = other_finding.mutate();
+  CHECK(other_finding.move_of(other) == normal);
+  CHECK(other.origin == "mutation:" + normal.first);
+
+  // A direction is by value, not by position: with the list in descending order, lowering the
+  // value steps forward along it.
+  problem reversed = declared;
+  for (auto& d : reversed.catalogue.front().templ->space.params)
+    if (d.name == param) std::reverse(d.values.begin(), d.values.end());
+  steering_probe backwards(reversed, std::string(small_grid_diagnosis), seed);
+  const auto down = backwards.mutate();
+  CHECK(backwards.move_of(down) == std::make_pair(param, -1));
+  CHECK(down.origin == "mutation:" + param + "(diagnosis: small grid)");
+}
+
+TEST_CASE("the expert generator credits moves per diagnosis finding and prefers what paid under the parent's") {
+  auto const& p = landscape().get_problem();  // declares no diagnosis moves
+  budget_meter meter;
+  baseline base;
+  std::vector<rung> rungs{rung{}};
+  detail::search_history h(p, rungs, base, meter);
+  expert_generator g;
+  g.reseed(11);
+  const std::string spills = "register spills [64]: 64 bytes of local memory per thread\n";
+  auto add_parent = [&](candidate const& c, std::string const& diagnosis) {
+    auto i = h.add(c);
+    REQUIRE(i);
+    auto& r = h.at(*i);
+    r.scores[0] = score{1.0, 1.0};
+    measurement m;
+    m.diagnosis = diagnosis;
+    r.results[0] = m;
+  };
+  using move_t = std::pair<std::string, int>;
+  auto move_of = [](candidate const& parent, candidate const& child) -> move_t {
+    for (auto const& [name, value] : parent.params)
+      if (child.params.at(name) != value) return {name, child.params.at(name) > value ? 1 : -1};
+    return {};
+  };
+  // The next mutation of `parent`, measured at `payoff(move)` times its parent's speedup.
+  auto mutate_measured = [&](candidate const& parent, auto payoff) {
+    auto c = g.propose(search_view(h), proposal_request{generation_mode::mutate, {parent.id}, 1, {}});
+    REQUIRE(c.size() == 1);
+    const double x = payoff(move_of(parent, c[0]));
+    REQUIRE(h.add(c[0]));
+    h.at(*h.find(c[0].id)).scores[0] = score{x, x};
+    event e;
+    e.kind = event_kind::measured;
+    e.id = c[0].id;
+    e.rung = 0;
+    e.value = score{x, x};
+    g.observe(e);
+    return move_of(parent, c[0]);
+  };
+  auto explored = g.propose(search_view(h), proposal_request{generation_mode::explore, {}, 48, {}});
+  REQUIRE(!explored.empty());
+  candidate const a = explored[0];
+  auto const& space = find_hint(p, a.family)->templ->space;
+  auto steps = [&](candidate const& c, move_t const& m) {
+    std::size_t which = 0;
+    while (space.params[which].name != m.first) ++which;
+    return step_parameter(space, c.params, which, m.second).has_value();
+  };
+
+  // Under "register spills": move X paid (x2), move Y lost (x0.5).
+  add_parent(a, spills);
+  const move_t x = mutate_measured(a, [](move_t const&) { return 2.0; });
+  const move_t y = mutate_measured(a, [](move_t const&) { return 0.5; });
+  REQUIRE(x.first != y.first);
+  // Around parents without a diagnosis, Y paid a lot (x64) and everything else nothing (x1): over all
+  // parents, Y is now the best move and X a modest one.
+  std::vector<candidate> others;  // fresh points of A's family on which both moves can be made
+  for (auto const& c : explored)
+    if (c.family == a.family && c.id != a.id && !h.find(c.id) && steps(c, x) && steps(c, y)) others.push_back(c);
+  REQUIRE(others.size() >= 3);
+  add_parent(others[0], "");
+  bool y_seen = false;
+  for (int i = 0; i < 16 && !y_seen; ++i)
+    mutate_measured(others[0], [&](move_t const& m) {
+      y_seen = m == y;
+      return y_seen ? 64.0 : 1.0;
+    });
+  REQUIRE(y_seen);
+
+  // A parent with the finding gets X first (what paid under it); one without gets Y first.
+  add_parent(others[1], spills);
+  add_parent(others[2], "");
+  auto first_of = [&](candidate const& parent) {
+    auto c = g.propose(search_view(h), proposal_request{generation_mode::mutate, {parent.id}, 1, {}});
+    REQUIRE(c.size() == 1);
+    return move_of(parent, c[0]);
+  };
+  CHECK(first_of(others[1]) == x);
+  CHECK(first_of(others[2]) == y);
+}

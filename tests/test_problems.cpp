@@ -640,6 +640,72 @@ TEST_CASE("load_problem names the file and the field of every malformed part") {
   }
 }
 
+TEST_CASE("load_problem reads a hint's diagnosis_moves and names the path of every malformed one") {
+  constexpr std::string_view cons = R"("constraints": ["U * V <= 8"])";
+  auto with_moves = [&](std::string_view moves) {
+    return mutate(cons, std::string(cons) + ", \"diagnosis_moves\": " + std::string(moves));
+  };
+  temp_dir d;
+  write_problem(d.path, with_moves(R"({"register spills": {"U": -1}, "small grid": {"V": 1, "U": -1}})"));
+  auto p = load_problem(d.path);
+  CHECK(p.catalogue[0].diagnosis_moves.empty());
+  CHECK(p.catalogue[1].diagnosis_moves ==
+        std::vector<diagnosis_move>{{"register spills", "U", -1}, {"small grid", "V", 1}, {"small grid", "U", -1}});
+  write_problem(d.path, base_json);
+  CHECK(load_problem(d.path).catalogue[1].diagnosis_moves.empty());  // optional
+
+  struct bad_case {
+    std::string text;
+    std::vector<std::string_view> expect;
+  };
+  const bad_case cases[] = {
+      {with_moves(R"({"small grd": {"U": -1}})"),
+       {"catalogue[1].diagnosis_moves.small grd: 'small grd' is not a diagnosis tag", "did you mean 'small grid'?"}},
+      {with_moves(R"({"profiler unavailable": {"U": -1}})"),
+       {"catalogue[1].diagnosis_moves.profiler unavailable:", "nothing about the kernel"}},
+      {with_moves(R"({"small grid": {"W": -1}})"),
+       {"catalogue[1].diagnosis_moves.small grid.W: 'W' is not one of the hint's parameters (U, V)"}},
+      {with_moves(R"({"small grid": {"U": 2}})"),
+       {"catalogue[1].diagnosis_moves.small grid.U: direction 2: must be +1", "or -1"}},
+      {with_moves(R"({"small grid": {"U": 0}})"), {"catalogue[1].diagnosis_moves.small grid.U: direction 0"}},
+      {with_moves(R"({"small grid": {"U": "down"}})"),
+       {"catalogue[1].diagnosis_moves.small grid.U: expected an integer, found a string"}},
+      {with_moves(R"({"small grid": {"U": -1.0}})"),
+       {"catalogue[1].diagnosis_moves.small grid.U: expected an integer"}},
+      {with_moves(R"({"small grid": {}})"), {"catalogue[1].diagnosis_moves.small grid: lists no parameter"}},
+      {with_moves(R"({"small grid": -1})"), {"catalogue[1].diagnosis_moves.small grid: expected an object"}},
+      {with_moves(R"(["small grid"])"), {"catalogue[1].diagnosis_moves: expected an object, found an array"}},
+      {with_moves("{}"), {"catalogue[1].diagnosis_moves: lists no tag"}},
+      {with_moves(R"({"small grid": {"U": -1, "U": 1}})"), {"duplicate key 'U'"}},
+      // a hint without parameters has nothing to move
+      {mutate(R"({"name": "plain", "prose": "the obvious loop"})",
+              R"({"name": "plain", "prose": "the obvious loop", "diagnosis_moves": {"small grid": {"U": -1}}})"),
+       {"catalogue[0].diagnosis_moves: diagnosis moves need 'parameters'"}},
+      {mutate(cons, std::string(cons) + R"(, "diagnosis_move": {})"),
+       {"catalogue[1]: unknown field 'diagnosis_move'", "did you mean 'diagnosis_moves'?"}},
+  };
+  for (auto const& c : cases) {
+    CAPTURE(c.text);
+    const auto msg = error_for(c.text);
+    CHECK_MESSAGE(contains(msg, "problem.json"), msg);
+    for (auto part : c.expect) CHECK_MESSAGE(contains(msg, part), "expected '" << part << "' in: " << msg);
+  }
+
+  // A problem built in code is checked by validate() the same way.
+  auto q = p;
+  q.catalogue[1].diagnosis_moves = {{"small grid", "U", -1}};
+  CHECK_NOTHROW(q.validate());
+  q.catalogue[1].diagnosis_moves[0].tag = "tiny grid";
+  CHECK_THROWS_WITH_AS(q.validate(), doctest::Contains("'tiny grid', which is not a diagnosis finding"), error);
+  q.catalogue[1].diagnosis_moves[0] = {"small grid", "W", -1};
+  CHECK_THROWS_WITH_AS(q.validate(), doctest::Contains("'W', which is not one of its parameters"), error);
+  q.catalogue[1].diagnosis_moves[0] = {"small grid", "U", 3};
+  CHECK_THROWS_WITH_AS(q.validate(), doctest::Contains("direction 3"), error);
+  q.catalogue[1].diagnosis_moves.clear();
+  q.catalogue[0].diagnosis_moves = {{"small grid", "U", -1}};  // a prose-only hint
+  CHECK_THROWS_WITH_AS(q.validate(), doctest::Contains("hint 'plain'"), error);
+}
+
 TEST_CASE("the shipped host problems load and their catalogues are sound") {
   for (auto const& name : shipped_problems) {
     CAPTURE(name);

@@ -10,6 +10,7 @@
 #include <string>
 #include <string_view>
 #include <vector>
+#include "kernelbrain/core/diagnosis_tags.hpp"
 #include "kernelbrain/core/error.hpp"
 #include "kernelbrain/core/parameters.hpp"
 
@@ -146,11 +147,22 @@ struct kernel_template {
   parameter_space space;
 };
 
+/// What an expert would change in a template's kernel when the profiler reports one tag: move one
+/// parameter up or down (problem.json: a hint's "diagnosis_moves", {TAG: {PARAM: +1 or -1}}). The
+/// expert generator tries such a move first on a parent whose diagnosis holds the tag.
+struct diagnosis_move {
+  std::string tag;    ///< a kernel finding of diagnosis_vocabulary (core/diagnosis_tags.hpp)
+  std::string param;  ///< one of the hint's template parameters
+  int direction = 0;  ///< +1: a larger value; -1: a smaller one (by value, whatever the list's order)
+  friend bool operator==(diagnosis_move const&, diagnosis_move const&) = default;
+};
+
 /// A named expert hint: prose for an LLM and, where possible, a template for template search.
 struct expert_hint {
   std::string name;   ///< e.g. "warp-per-row"
   std::string prose;  ///< what an expert would say about it
   std::optional<kernel_template> templ;
+  std::vector<diagnosis_move> diagnosis_moves;  ///< template moves per diagnosis tag, in file order
 };
 
 /// A problem. Built in code or loaded from a problem directory by a backend.
@@ -187,8 +199,21 @@ struct problem {
     for (auto const& s : shapes)
       if (!(s.weight > 0)) throw error("problem '" + name + "': shape '" + s.name + "' has weight <= 0");
     if (!(tol.rtol >= 0) || !(tol.atol >= 0)) throw error("problem '" + name + "': negative tolerance");
-    for (auto const& h : catalogue)
-      if (h.templ) h.templ->space.validate("problem '" + name + "', hint '" + h.name + "'");
+    for (auto const& h : catalogue) {
+      const std::string where = "problem '" + name + "', hint '" + h.name + "'";
+      if (h.templ) h.templ->space.validate(where);
+      for (auto const& m : h.diagnosis_moves) {
+        if (!is_kernel_finding(m.tag))
+          throw error(where + ": diagnosis move for '" + m.tag + "', which is not a diagnosis finding");
+        auto const* params = h.templ ? &h.templ->space.params : nullptr;
+        if (!params ||
+            std::none_of(params->begin(), params->end(), [&](parameter_def const& d) { return d.name == m.param; }))
+          throw error(where + ": diagnosis move of '" + m.param + "', which is not one of its parameters");
+        if (m.direction != 1 && m.direction != -1)
+          throw error(where + ": diagnosis move of '" + m.param + "' with direction " + std::to_string(m.direction) +
+                      " (+1 or -1)");
+      }
+    }
   }
 };
 

@@ -48,76 +48,20 @@
 #include <string_view>
 #include <vector>
 #include "kernelbrain/config.hpp"
+#include "kernelbrain/core/diagnosis_tags.hpp"
 #include "kernelbrain/core/measurement.hpp"
 #include "kernelbrain/core/problem.hpp"
 
 namespace kernelbrain {
 
-/// One finding: a name from diagnosis_vocabulary, the number that triggered it (unit per tag, see the
-/// table above) and one line of detail in words, with the numbers behind it.
+/// One finding: a name from diagnosis_vocabulary (core/diagnosis_tags.hpp, with the names in
+/// diagnosis_names), the number that triggered it (unit per tag, see the table above) and one line of
+/// detail in words, with the numbers behind it.
 struct diagnosis_tag {
   std::string name;
   double value = 0;
   std::string detail;
   friend bool operator==(diagnosis_tag const&, diagnosis_tag const&) = default;
-};
-
-/// Tag names, in the order a diagnosis lists them (roofline, memory, occupancy and waves, stalls).
-namespace diagnosis_names {
-inline constexpr std::string_view near_bandwidth = "near bandwidth";
-inline constexpr std::string_view far_below_bandwidth = "far below bandwidth";
-inline constexpr std::string_view near_compute_peak = "near compute peak";
-inline constexpr std::string_view far_below_compute_peak = "far below compute peak";
-inline constexpr std::string_view compute_bound = "compute bound";
-inline constexpr std::string_view latency_bound = "latency bound";
-inline constexpr std::string_view excess_memory_traffic = "excess memory traffic";
-inline constexpr std::string_view low_l2_hit_rate = "low L2 hit rate";
-inline constexpr std::string_view uncoalesced_loads = "uncoalesced loads";
-inline constexpr std::string_view uncoalesced_stores = "uncoalesced stores";
-inline constexpr std::string_view bank_conflicts = "shared-memory bank conflicts";
-inline constexpr std::string_view register_spills = "register spills";
-inline constexpr std::string_view limited_by_registers = "occupancy limited by registers";
-inline constexpr std::string_view limited_by_shared_memory = "occupancy limited by shared memory";
-inline constexpr std::string_view limited_by_block_size = "occupancy limited by block size";
-inline constexpr std::string_view low_achieved_occupancy = "low achieved occupancy";
-inline constexpr std::string_view small_grid = "small grid";
-inline constexpr std::string_view tail_effect = "tail effect";
-inline constexpr std::string_view long_scoreboard_stalls = "long-scoreboard stalls";
-inline constexpr std::string_view barrier_stalls = "barrier stalls";
-inline constexpr std::string_view mio_throttle_stalls = "mio-throttle stalls";
-inline constexpr std::string_view short_scoreboard_stalls = "short-scoreboard stalls";
-inline constexpr std::string_view lg_throttle_stalls = "lg-throttle stalls";
-inline constexpr std::string_view math_pipe_stalls = "math-pipe-throttle stalls";
-inline constexpr std::string_view profiler_unavailable = "profiler unavailable";
-}  // namespace diagnosis_names
-
-/// Every tag name, in report order.
-inline constexpr std::string_view diagnosis_vocabulary[] = {
-    diagnosis_names::near_bandwidth,
-    diagnosis_names::far_below_bandwidth,
-    diagnosis_names::near_compute_peak,
-    diagnosis_names::far_below_compute_peak,
-    diagnosis_names::compute_bound,
-    diagnosis_names::latency_bound,
-    diagnosis_names::excess_memory_traffic,
-    diagnosis_names::low_l2_hit_rate,
-    diagnosis_names::uncoalesced_loads,
-    diagnosis_names::uncoalesced_stores,
-    diagnosis_names::bank_conflicts,
-    diagnosis_names::register_spills,
-    diagnosis_names::limited_by_registers,
-    diagnosis_names::limited_by_shared_memory,
-    diagnosis_names::limited_by_block_size,
-    diagnosis_names::low_achieved_occupancy,
-    diagnosis_names::small_grid,
-    diagnosis_names::tail_effect,
-    diagnosis_names::long_scoreboard_stalls,
-    diagnosis_names::barrier_stalls,
-    diagnosis_names::mio_throttle_stalls,
-    diagnosis_names::short_scoreboard_stalls,
-    diagnosis_names::lg_throttle_stalls,
-    diagnosis_names::math_pipe_stalls,
-    diagnosis_names::profiler_unavailable,
 };
 
 /// Where each rule fires. Percentages are of peak (ncu's pct_of_peak metrics) unless said otherwise.

@@ -17,6 +17,7 @@
 #include <system_error>
 #include <utility>
 #include <vector>
+#include "kernelbrain/core/diagnosis_tags.hpp"
 #include "kernelbrain/core/error.hpp"
 #include "kernelbrain/core/expr.hpp"
 #include "kernelbrain/core/parameters.hpp"
@@ -308,10 +309,48 @@ inline std::vector<std::string> placeholders(std::string const& text) {
 /// and never fail to evaluate; larger ones are only checked for syntax and names.
 inline constexpr std::uint64_t enumerate_limit = 100000;
 
+/// A hint's "diagnosis_moves": {TAG: {PARAM: +1 or -1, ...}, ...}, TAG a kernel finding of the
+/// diagnosis vocabulary, PARAM one of the hint's `params`.
+inline std::vector<diagnosis_move> diagnosis_moves(reader const& r, json::value const& v, std::string const& at,
+                                                   std::vector<std::string> const& params) {
+  auto const& o = r.object(v, at);
+  if (o.empty()) r.fail(at, "lists no tag (leave the field out for none)");
+  std::vector<diagnosis_move> out;
+  for (auto const& kv : o) {
+    const std::string tag(kv.key().data(), kv.key().size());
+    const auto tat = member(at, tag);
+    if (tag == diagnosis_names::profiler_unavailable)
+      r.fail(tat, "'" + tag + "' says only why there is no profile, nothing about the kernel: no move answers it");
+    if (!is_diagnosis_tag(tag)) {
+      std::string near;
+      std::size_t best = 3;  // a near miss: edit distance 1 or 2, the nearest
+      for (auto known : diagnosis_vocabulary)
+        if (const auto dist = json_reader::edit_distance(tag, known); dist < best) {
+          best = dist;
+          near = " (did you mean '" + std::string(known) + "'?)";
+        }
+      r.fail(tat, "'" + tag + "' is not a diagnosis tag" + near + " (the tags: docs/profiling.md)");
+    }
+    auto const& po = r.object(kv.value(), tat);
+    if (po.empty()) r.fail(tat, "lists no parameter (leave the tag out)");
+    for (auto const& pv : po) {
+      const std::string param(pv.key().data(), pv.key().size());
+      const auto pat = member(tat, param);
+      if (std::find(params.begin(), params.end(), param) == params.end())
+        r.fail(pat, "'" + param + "' is not one of the hint's parameters (" + joined(params) + ")");
+      const auto dir = r.integer(pv.value(), pat);
+      if (dir != 1 && dir != -1)
+        r.fail(pat, "direction " + std::to_string(dir) + ": must be +1 (a larger value) or -1 (a smaller one)");
+      out.push_back({tag, param, static_cast<int>(dir)});
+    }
+  }
+  return out;
+}
+
 inline expert_hint hint(reader const& r, json::value const& v, std::string const& at,
                         std::vector<std::string> const& dim_names) {
   auto const& o = r.object(v, at);
-  r.only(o, at, {"name", "prose", "template", "launch", "parameters", "constraints"});
+  r.only(o, at, {"name", "prose", "template", "launch", "parameters", "constraints", "diagnosis_moves"});
   expert_hint h;
   h.name = r.string(r.required(o, at, "name"), member(at, "name"));
   h.prose = r.string(r.required(o, at, "prose"), member(at, "prose"));
@@ -319,6 +358,9 @@ inline expert_hint hint(reader const& r, json::value const& v, std::string const
   auto const* launch = reader::optional(o, "launch");
   auto const* params = reader::optional(o, "parameters");
   auto const* cons = reader::optional(o, "constraints");
+  auto const* moves = reader::optional(o, "diagnosis_moves");
+  if (moves && !params)
+    r.fail(member(at, "diagnosis_moves"), "diagnosis moves need 'parameters' (a move steps a template parameter)");
   if (!tmpl && !launch && !params) {
     if (cons) r.fail(member(at, "constraints"), "constraints need 'parameters'");
     return h;  // prose only: a hint for an LLM
@@ -386,6 +428,7 @@ inline expert_hint hint(reader const& r, json::value const& v, std::string const
       t.space.constraints.push_back(std::move(c));
     }
   }
+  if (moves) h.diagnosis_moves = diagnosis_moves(r, *moves, member(at, "diagnosis_moves"), names);
   if (const auto n = t.space.cardinality(); n > 0 && n <= enumerate_limit) {
     bool any = false;
     for (std::uint64_t i = 0; i < n; ++i) {
