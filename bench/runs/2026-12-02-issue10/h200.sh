@@ -2,6 +2,7 @@
 # Issue 10, second day, on the H200.
 #   PART=tests    build; ctest -L gpu (every GPU test); then the default composition without a model on
 #                 softmax, linear_relu_div and sdpa_fp16 (journals: diagnosis-steered template moves)
+#   PART=steer    the searches of PART=tests alone (after a scheduler change that does not touch GPU code)
 #   PART=overlap  build the CLI and the worker; the default composition with a slow scripted model on
 #                 loopback (slow_model.py: LATENCY s per reply) at --llm-lag 0, 1 and 2, and without a
 #                 model, each with the same evaluation budget: wall time, device time, replies
@@ -23,10 +24,12 @@ cmake --build build/release -j "$(nproc)" --target $targets > "$LOGS/build.log" 
 echo "built in $(( $(date +%s) - t0 )) s"
 K=build/release/apps/kernelbrain/kernelbrain
 case "$PART" in
-  tests)
-    timeout ${KB_CTEST_TIMEOUT:-300} ctest --test-dir build/release -L gpu --output-on-failure > "$LOGS/ctest-gpu.log" 2>&1
-    echo "== ctest -L gpu rc $? ($(( $(date +%s) - t0 )) s)"
-    grep -E "Test +#|tests passed|tests failed|Total Test" "$LOGS/ctest-gpu.log" | tail -12
+  tests|steer)
+    if [ "$PART" = tests ]; then
+      timeout ${KB_CTEST_TIMEOUT:-300} ctest --test-dir build/release -L gpu --output-on-failure > "$LOGS/ctest-gpu.log" 2>&1
+      echo "== ctest -L gpu rc $? ($(( $(date +%s) - t0 )) s)"
+      grep -E "Test +#|tests passed|tests failed|Total Test" "$LOGS/ctest-gpu.log" | tail -12
+    fi
     for p in softmax linear_relu_div sdpa_fp16; do
       timeout 100 $K tune "$p" --backend cuda --budget "${KB_BUDGET:-10s}" --seed 1 --journal "$LOGS/$p.jsonl" --no-progress > "$LOGS/$p.log" 2>&1
       echo "== $p rc $? ($(( $(date +%s) - t0 )) s): $(grep -E 'stop reason' "$LOGS/$p.log" | sed 's/ \+/ /g')"

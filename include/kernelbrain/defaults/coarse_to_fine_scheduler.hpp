@@ -1,10 +1,12 @@
 // The default scheduler: asynchronous successive halving over the ladder (ASHA). A candidate in the
 // top 1/eta of its rung is promoted as soon as that is known; a promotion to a rung above the first
-// also asks the generator to mutate the promoted candidate (coarse-to-fine). Exploration gives way
-// to refinement as the budget is spent. Stops on stagnation or on reaching a fraction of the roofline.
+// also asks the generator to mutate the promoted candidate (coarse-to-fine): at once, or, for a rung
+// that profiles, when that measurement is in, so that the diagnosis steers the moves and the prompts. Exploration gives
+// way to refinement as the budget is spent. Stops on stagnation or on reaching a fraction of the roofline.
 #pragma once
 #include <cstdint>
 #include <deque>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 #include "kernelbrain/core/action.hpp"
@@ -62,6 +64,7 @@ class coarse_to_fine_scheduler {
         break;
       case event_kind::rejected:
         ++evaluations_;
+        after_profile_.erase(e.id);
         break;
       default:
         break;
@@ -79,7 +82,12 @@ class coarse_to_fine_scheduler {
       promotions_.pop_front();
       auto const* rec = v.find(id);
       if (!rec || rec->state != candidate_state::measured || r >= v.rungs().size()) continue;
-      mutations_.push_back(id);  // every promotion (to rung 1 and up) refines the promoted candidate
+      // Every promotion (to rung 1 and up) refines the promoted candidate: at once, or, to a rung that
+      // profiles, once that measurement (and its diagnosis) is in, so that the moves can follow it.
+      if (v.rungs()[r].profile)
+        after_profile_.emplace(id, r);
+      else
+        mutations_.push_back(id);
       return evaluate(id, r);
     }
     if (!mutations_.empty()) {
@@ -104,6 +112,10 @@ class coarse_to_fine_scheduler {
  private:
   void on_measured(event const& e) {
     ++evaluations_;
+    if (auto it = after_profile_.find(e.id); it != after_profile_.end() && it->second == e.rung) {
+      after_profile_.erase(it);
+      mutations_.push_back(e.id);
+    }
     if (!e.value) return;
     const std::size_t r = e.rung;
     if (ranks_.size() <= r) {
@@ -144,6 +156,7 @@ class coarse_to_fine_scheduler {
   std::vector<std::unordered_set<candidate_id>> promoted_;
   std::deque<std::pair<candidate_id, std::size_t>> promotions_;
   std::deque<candidate_id> mutations_;
+  std::unordered_map<candidate_id, std::size_t> after_profile_;  ///< promoted to a profiling rung: refine when measured
   std::size_t evaluations_ = 0, last_improvement_ = 0, generations_ = 0;
 };
 
