@@ -478,6 +478,17 @@ TEST_CASE("the expert generator tries first the mutations that paid before, and 
 }
 
 namespace {
+/// Adds `c` to `h` as measured at rung 0, speedup 1, with `diagnosis`.
+void add_measured(detail::search_history& h, candidate const& c, std::string const& diagnosis) {
+  auto i = h.add(c);
+  REQUIRE(i);
+  auto& r = h.at(*i);
+  r.scores[0] = score{1.0, 1.0};
+  measurement m;
+  m.diagnosis = diagnosis;
+  r.results[0] = m;
+}
+
 /// One parent (the expert default point of the problem's first family, measured at speedup 1 with
 /// `diagnosis`) and a generator seeded with `seed` that mutates it.
 struct steering_probe {
@@ -494,13 +505,7 @@ struct steering_probe {
     auto explored = g.propose(search_view(h), proposal_request{generation_mode::explore, {}, 1, {}});
     REQUIRE(explored.size() == 1);
     parent = explored[0];
-    auto i = h.add(parent);
-    REQUIRE(i);
-    auto& r = h.at(*i);
-    r.scores[0] = score{1.0, 1.0};
-    measurement m;
-    m.diagnosis = diagnosis;
-    r.results[0] = m;
+    add_measured(h, parent, diagnosis);
   }
   /// The next mutation of the parent, added to the history.
   candidate mutate() {
@@ -589,15 +594,7 @@ TEST_CASE("the expert generator credits moves per diagnosis finding and prefers 
   expert_generator g;
   g.reseed(11);
   const std::string spills = "register spills [64]: 64 bytes of local memory per thread\n";
-  auto add_parent = [&](candidate const& c, std::string const& diagnosis) {
-    auto i = h.add(c);
-    REQUIRE(i);
-    auto& r = h.at(*i);
-    r.scores[0] = score{1.0, 1.0};
-    measurement m;
-    m.diagnosis = diagnosis;
-    r.results[0] = m;
-  };
+  auto add_parent = [&](candidate const& c, std::string const& diagnosis) { add_measured(h, c, diagnosis); };
   using move_t = std::pair<std::string, int>;
   auto move_of = [](candidate const& parent, candidate const& child) -> move_t {
     for (auto const& [name, value] : parent.params)
