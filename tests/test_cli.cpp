@@ -412,4 +412,42 @@ TEST_CASE("cli: --progress and --no-progress: the last one given wins") {
   REQUIRE_MESSAGE(quiet.exit_code == 0, quiet.err);
   CHECK(quiet.err.empty());
 }
+TEST_CASE("cli: eval runs one candidate through the gate and every shape, and says why it rejects one") {
+  kb_test::temp_dir dir("cli-eval");
+  const std::string problem_dir = std::string(KB_SOURCE_DIR) + "/examples/problems/softmax";
+  const auto seed = kb_test::slurp(problem_dir + "/seed.cpp");
+  // A correct kernel: passes, with a timing per shape of the problem and a speedup.
+  auto r = kb_test::run_cli({"eval", problem_dir, problem_dir + "/seed.cpp"}, dir);
+  INFO(r.out, r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(kb_test::summary(r.out, "verdict") == "pass");
+  for (auto const* shape : {"64x1024", "67x1031", "256x4096", "1024x8192"}) CHECK(kb_test::contains(r.out, shape));
+  CHECK(kb_test::contains(kb_test::summary(r.out, "speedup"), "x"));
+  // The same kernel as a model's reply (prose around a fenced block, no #include <cmath>: repaired).
+  auto reply = "Here it is.\n\n```cpp\n" + seed + "```\nThat should do.\n";
+  reply.erase(reply.find("#include <cmath>"), 16);
+  kb_test::spit((dir / "answer.md").string(), reply);
+  r = kb_test::run_cli({"eval", problem_dir, (dir / "answer.md").string()}, dir);
+  INFO(r.out, r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(kb_test::contains(r.out, "reply repaired"));
+  // A wrong kernel (zeros): exit 3 and the correctness verdict, no timings.
+  kb_test::spit((dir / "zeros.cpp").string(),
+                "#include <cstring>\n#include \"kernelbrain/evaluate/host_abi.h\"\nextern \"C\" void kb_kernel(const "
+                "kb_args* a) { std::memset(a->outputs[0], 0, sizeof(float) * a->dims[0] * a->dims[1]); }\n");
+  r = kb_test::run_cli({"eval", problem_dir, (dir / "zeros.cpp").string()}, dir);
+  INFO(r.out, r.err);
+  CHECK(r.exit_code == 3);
+  CHECK(kb_test::summary(r.out, "verdict").starts_with("correctness"));
+  CHECK_FALSE(kb_test::contains(r.out, "1024x8192"));
+  // A reply without code and a missing file are usage errors (exit 2) that say so.
+  kb_test::spit((dir / "prose.md").string(), "I would rather not write code today.\n");
+  r = kb_test::run_cli({"eval", problem_dir, (dir / "prose.md").string()}, dir);
+  CHECK(r.exit_code == 2);
+  CHECK(kb_test::contains(r.err, "no usable kernel"));
+  r = kb_test::run_cli({"eval", problem_dir, (dir / "missing.cpp").string()}, dir);
+  CHECK(r.exit_code == 2);
+  CHECK(kb_test::contains(r.err, "cannot be read"));
+}
+
 #endif  // KB_CLI_PATH

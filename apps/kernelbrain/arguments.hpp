@@ -30,6 +30,7 @@ namespace kernelbrain::cli {
 inline constexpr int exit_ok = 0;
 inline constexpr int exit_internal = 1;
 inline constexpr int exit_usage = 2;
+inline constexpr int exit_rejected = 3;  ///< eval: the candidate was rejected
 inline constexpr int exit_suspended = 75;
 
 /// A mistake in the command line found after parsing (e.g. --focus on a problem without shapes);

@@ -11,9 +11,17 @@
 // document it in docs/cli.md and test it in tests/test_cli.cpp. Options shared by several
 // subcommands (budgets, strategy specs, ...) are parsed and checked in arguments.hpp.
 #pragma once
+#include <cstdint>
+#include <filesystem>
 #include <functional>
+#include <memory>
 #include <string>
 #include "arguments.hpp"
+
+namespace kernelbrain {
+class evaluator;
+struct problem;
+}  // namespace kernelbrain
 
 namespace CLI {
 class App;
@@ -31,6 +39,22 @@ struct subcommand {
 /// tune: search a problem's kernel space within a budget, with a journal to resume from (tune.cpp).
 [[nodiscard]] subcommand register_tune(CLI::App& app);
 int run_tune(tune_options const& options);
+
+/// eval: one candidate through the gate and every shape, with its verdict and timings (eval.cpp).
+[[nodiscard]] subcommand register_eval(CLI::App& app);
+struct eval_options {
+  std::string problem;    ///< a problem directory or a built-in problem's name
+  std::string candidate;  ///< a source file, or a reply (.md: fenced source and launch plan)
+  std::string plan;       ///< cuda: the launch plan's JSON file, when the candidate is bare source
+  std::string backend;    ///< "" = the problem's
+  std::uint64_t seed = 1;
+};
+int run_eval(eval_options const& options);
+
+/// Shared by tune and eval: a problem directory (the argument itself, or a built-in problem's), and the
+/// evaluator of a host or cuda problem (usage_error when the problem is written for another backend).
+[[nodiscard]] std::filesystem::path problem_directory(std::string const& spec, std::string const& backend);
+[[nodiscard]] std::unique_ptr<evaluator> make_backend_evaluator(problem const& prob, std::string const& backend);
 
 /// list-strategies: every registered strategy with its description (list_strategies.cpp).
 [[nodiscard]] subcommand register_list_strategies(CLI::App& app);

@@ -88,41 +88,6 @@ synthetic_config synthetic_problem(std::string const& spec) {
                   spec));
 }
 
-/// A problem directory: the argument itself, or a built-in problem's directory.
-std::filesystem::path problem_directory(std::string const& spec, std::string const& backend) {
-  namespace fs = std::filesystem;
-  if (fs::is_directory(spec) || fs::is_regular_file(spec)) return spec;
-  std::vector<fs::path> roots;
-  std::vector<fs::path> cuda_roots;
-  if (char const* env = std::getenv("KERNELBRAIN_CUDA_PROBLEMS")) cuda_roots.emplace_back(env);
-#ifdef KERNELBRAIN_CUDA_PROBLEMS_DIR
-  cuda_roots.emplace_back(KERNELBRAIN_CUDA_PROBLEMS_DIR);
-#endif
-  if (backend == "cuda")
-    for (auto const& r : cuda_roots)
-      if (fs::is_directory(r / spec)) return r / spec;
-  if (char const* env = std::getenv("KERNELBRAIN_PROBLEMS")) roots.emplace_back(env);
-  std::error_code ec;
-  if (auto self = fs::read_symlink("/proc/self/exe", ec); !ec)
-    roots.push_back(self.parent_path().parent_path() / "share" / "kernelbrain" / "problems");  // installed
-#ifdef KERNELBRAIN_PROBLEMS_DIR
-  roots.emplace_back(KERNELBRAIN_PROBLEMS_DIR);  // the source tree this CLI was built from
-#endif
-  for (auto const& r : roots)
-    if (fs::is_directory(r / spec)) return r / spec;
-  for (auto const& r : cuda_roots)
-    if (fs::is_directory(r / spec)) return r / spec;
-  roots.insert(roots.end(), cuda_roots.begin(), cuda_roots.end());
-  std::string known;
-  for (auto const& r : roots)
-    if (fs::is_directory(r))
-      for (auto const& e : fs::directory_iterator(r))
-        if (fs::exists(e.path() / "problem.json")) known += (known.empty() ? "" : ", ") + e.path().filename().string();
-  throw usage_error(fmt::format("problem '{}' is neither a directory nor a built-in problem {}", spec,
-                                known.empty() ? std::string("(no built-in problems found; set KERNELBRAIN_PROBLEMS)")
-                                              : "(built-in: " + known + ", synthetic)"));
-}
-
 /// For each problem shape, the candidate with the lowest median time at that shape among those
 /// measured at the top rung (every shape, most samples): what "the best kernel of each shape" means.
 class per_shape_best final : public observer {
@@ -194,6 +159,58 @@ std::string backend_note(evaluator const* ev) {
 
 }  // namespace
 
+/// A problem directory: the argument itself, or a built-in problem's directory.
+std::filesystem::path problem_directory(std::string const& spec, std::string const& backend) {
+  namespace fs = std::filesystem;
+  if (fs::is_directory(spec) || fs::is_regular_file(spec)) return spec;
+  std::vector<fs::path> roots;
+  std::vector<fs::path> cuda_roots;
+  if (char const* env = std::getenv("KERNELBRAIN_CUDA_PROBLEMS")) cuda_roots.emplace_back(env);
+#ifdef KERNELBRAIN_CUDA_PROBLEMS_DIR
+  cuda_roots.emplace_back(KERNELBRAIN_CUDA_PROBLEMS_DIR);
+#endif
+  if (backend == "cuda")
+    for (auto const& r : cuda_roots)
+      if (fs::is_directory(r / spec)) return r / spec;
+  if (char const* env = std::getenv("KERNELBRAIN_PROBLEMS")) roots.emplace_back(env);
+  std::error_code ec;
+  if (auto self = fs::read_symlink("/proc/self/exe", ec); !ec)
+    roots.push_back(self.parent_path().parent_path() / "share" / "kernelbrain" / "problems");  // installed
+#ifdef KERNELBRAIN_PROBLEMS_DIR
+  roots.emplace_back(KERNELBRAIN_PROBLEMS_DIR);  // the source tree this CLI was built from
+#endif
+  for (auto const& r : roots)
+    if (fs::is_directory(r / spec)) return r / spec;
+  for (auto const& r : cuda_roots)
+    if (fs::is_directory(r / spec)) return r / spec;
+  roots.insert(roots.end(), cuda_roots.begin(), cuda_roots.end());
+  std::string known;
+  for (auto const& r : roots)
+    if (fs::is_directory(r))
+      for (auto const& e : fs::directory_iterator(r))
+        if (fs::exists(e.path() / "problem.json")) known += (known.empty() ? "" : ", ") + e.path().filename().string();
+  throw usage_error(fmt::format("problem '{}' is neither a directory nor a built-in problem {}", spec,
+                                known.empty() ? std::string("(no built-in problems found; set KERNELBRAIN_PROBLEMS)")
+                                              : "(built-in: " + known + ", synthetic)"));
+}
+
+std::unique_ptr<evaluator> make_backend_evaluator(problem const& prob, std::string const& backend) {
+  if (backend == "host") {
+    if (prob.backend != "host")
+      throw usage_error(fmt::format("problem '{}' is written for the {} backend, not host: use --backend {}", prob.name,
+                                    prob.backend, prob.backend));
+    return std::make_unique<host_evaluator>(prob);
+  }
+  if (backend == "cuda") {
+    if (prob.backend != "cuda")
+      throw usage_error(fmt::format("problem '{}' is written for the {} backend, not cuda: use --backend {}", prob.name,
+                                    prob.backend, prob.backend));
+    return std::make_unique<cuda_evaluator>(prob);
+  }
+  // --backend was checked while parsing: this is a problem.json naming a backend this build lacks.
+  throw usage_error(fmt::format("unknown backend '{}': this build has cuda, host and synthetic", backend));
+}
+
 subcommand register_tune(CLI::App& app) {
   auto* cmd = app.add_subcommand("tune", "search a problem's kernel implementations within a budget");
   cmd->footer(tune_footer);
@@ -230,21 +247,9 @@ int run_tune(tune_options const& o) {
           "the synthetic backend tunes 'synthetic' or 'synthetic:<landscape seed>', not '{}': use --backend {}",
           o.problem, prob.backend));
     backend_ev = std::make_unique<synthetic_evaluator>(*land);
-  } else if (backend == "host") {
-    if (land) throw usage_error(fmt::format("the host backend needs a problem directory, not '{}'", o.problem));
-    if (prob.backend != "host")
-      throw usage_error(fmt::format("problem '{}' is written for the {} backend, not host: use --backend {}", prob.name,
-                                    prob.backend, prob.backend));
-    backend_ev = std::make_unique<host_evaluator>(prob);
-  } else if (backend == "cuda") {
-    if (land) throw usage_error(fmt::format("the cuda backend needs a problem directory, not '{}'", o.problem));
-    if (prob.backend != "cuda")
-      throw usage_error(fmt::format("problem '{}' is written for the {} backend, not cuda: use --backend {}", prob.name,
-                                    prob.backend, prob.backend));
-    backend_ev = std::make_unique<cuda_evaluator>(prob);
   } else {
-    // --backend was checked while parsing: this is a problem.json naming a backend this build lacks.
-    throw usage_error(fmt::format("unknown backend '{}': this build has cuda, host and synthetic", backend));
+    if (land) throw usage_error(fmt::format("the {} backend needs a problem directory, not '{}'", backend, o.problem));
+    backend_ev = make_backend_evaluator(prob, backend);
   }
   slowed_evaluator slowed(*backend_ev, std::chrono::milliseconds(o.slow_eval_ms));
   evaluator& ev = o.slow_eval_ms > 0 ? static_cast<evaluator&>(slowed) : *backend_ev;

@@ -26,6 +26,18 @@ struct engine_options {
   std::size_t fruitless_generation_limit = 16;
 };
 
+/// A median below the roofline floor is a measurement bug or a cheat, never a record: rejects `m`
+/// (stage::impossible) when one of its timings is more than 2% below its shape's floor.
+inline void reject_below_floor(measurement& m, problem const& p, baseline const& b) {
+  for (auto const& tm : m.timings) {
+    const double floor = tm.shape < b.floor_seconds.size() ? b.floor_seconds[tm.shape] : 0.0;
+    if (floor > 0 && tm.stats.median < floor * 0.98)
+      m.result = verdict::reject(stage::impossible, "median " + std::to_string(tm.stats.median) + " s at shape '" +
+                                                        p.shapes[tm.shape].name + "' is below the roofline floor " +
+                                                        std::to_string(floor) + " s");
+  }
+}
+
 /// What ask() hands back: an evaluation to run, a wait for one in flight, or the end.
 struct waiting {};
 struct finished {
@@ -348,17 +360,7 @@ class engine {
     return t;
   }
 
-  /// A median below the roofline floor is a measurement bug or a cheat: never a record.
-  void check_floor(measurement& m) const {
-    for (auto const& tm : m.timings) {
-      const double floor = tm.shape < baseline_.floor_seconds.size() ? baseline_.floor_seconds[tm.shape] : 0.0;
-      if (floor > 0 && tm.stats.median < floor * 0.98)
-        m.result =
-            verdict::reject(stage::impossible, "median " + std::to_string(tm.stats.median) + " s at shape '" +
-                                                   problem_.shapes[tm.shape].name + "' is below the roofline floor " +
-                                                   std::to_string(floor) + " s");
-    }
-  }
+  void check_floor(measurement& m) const { reject_below_floor(m, problem_, baseline_); }
 
   /// Builds the event field by field (GCC 12 -O3 warns falsely on a braced temporary here).
   void note_event(event_kind kind, candidate_id id, std::size_t rung, verdict result, std::optional<score> value,

@@ -1,0 +1,134 @@
+// kernelbrain eval: one candidate through the whole gate and every shape of a problem, with its verdict
+// and per-shape timings against the reference: the first thing anyone writing a problem, a red-team
+// case or a kernel by hand wants. The candidate is a source file (with --plan for a CUDA launch plan) or
+// a reply as a model would write it (.md: fenced source and launch plan, read by the reply parser, so an
+// exchange answer file can be evaluated as it is).
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <kernelbrain/core/evaluator.hpp>
+#include <kernelbrain/generate/llm/reply_parser.hpp>
+#include <kernelbrain/io/problem_loader.hpp>
+#include <kernelbrain/search.hpp>
+#include <memory>
+#include <sstream>
+#include <string>
+#include "commands.hpp"
+
+namespace kernelbrain::cli {
+
+namespace {
+
+std::string read_file(std::string const& path, std::string const& what) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw usage_error(fmt::format("{} '{}' cannot be read", what, path));
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+/// The candidate the file holds (a reply or bare source), with how it was read.
+candidate read_candidate(eval_options const& o, std::string const& backend) {
+  std::string text = read_file(o.candidate, "candidate");
+  std::string source, plan;
+  if (std::filesystem::path(o.candidate).extension() == ".md") {
+    llm::reply_expectations ex;
+    ex.backend = backend;
+    ex.plan_required = backend == "cuda" && o.plan.empty();
+    auto parsed = llm::parse_reply(text, ex);
+    if (!parsed.ok())
+      throw usage_error(fmt::format("candidate '{}': no usable kernel in the reply ({}: {})", o.candidate,
+                                    llm::to_string(parsed.status), parsed.message));
+    for (auto const& r : parsed.repairs) fmt::print("  reply repaired: {}\n", r);
+    source = std::move(parsed.source);
+    plan = std::move(parsed.plan);
+  } else {
+    source = std::move(text);
+  }
+  if (!o.plan.empty()) plan = read_file(o.plan, "launch plan");
+  if (backend == "cuda" && plan.empty())
+    throw usage_error(
+        fmt::format("candidate '{}': a CUDA candidate needs a launch plan: give --plan FILE, or a reply "
+                    "(.md) with a ```json launch plan",
+                    o.candidate));
+  return make_candidate("eval", {}, "eval:" + std::filesystem::path(o.candidate).filename().string(), std::nullopt,
+                        std::move(source), std::move(plan));
+}
+
+void print_verdict(char const* what, verdict const& v) {
+  fmt::print("  {:<16} {}{}\n", what, to_string(v.where), v.detail.empty() ? std::string() : ": " + v.detail);
+}
+
+}  // namespace
+
+subcommand register_eval(CLI::App& app) {
+  auto* cmd = app.add_subcommand(
+      "eval", "one candidate through the gate and every shape: its verdict and timings against the reference");
+  auto o = std::make_shared<eval_options>();
+  cmd->add_option("problem", o->problem, "a problem directory or a built-in problem's name")->required();
+  cmd->add_option("candidate", o->candidate,
+                  "the candidate: a source file, or a reply as a model writes it (.md: fenced\n"
+                  "source and, for CUDA, a ```json launch plan), e.g. an exchange answer file")
+      ->required();
+  cmd->add_option("--plan", o->plan, "CUDA: the launch plan (JSON) for a bare source file")->type_name("FILE");
+  cmd->add_option("--backend", o->backend, "host or cuda (default: the problem's)")->type_name("NAME");
+  cmd->add_option("--seed", o->seed, "seed of the fresh inputs (default 1)")->type_name("N");
+  cmd->footer(
+      "Exit status: 0 the candidate passed, 3 it was rejected (the verdict says at which stage and why),\n"
+      "2 a usage error (a missing file, a reply without code, a problem for another backend).");
+  return {cmd, [o] { return run_eval(*o); }};
+}
+
+int run_eval(eval_options const& o) {
+  const auto prob = load_problem(problem_directory(o.problem, o.backend));
+  const std::string backend = o.backend.empty() ? prob.backend : o.backend;
+  if (backend != "host" && backend != "cuda")
+    throw usage_error(fmt::format("eval runs host and cuda problems; '{}' is for the {} backend", prob.name, backend));
+  const auto cand = read_candidate(o, backend);
+  auto ev = make_backend_evaluator(prob, backend);
+  fmt::print("kernelbrain eval {} (backend {}): {}\n", prob.name, backend, o.candidate);
+  std::fflush(stdout);
+
+  baseline base = ev->measure_baseline(prob);
+  (void)ev->take_device_seconds();
+  if (base.floor_seconds.empty())
+    for (auto const& s : prob.shapes) base.floor_seconds.push_back(prob.machine.floor_seconds(s));
+  if (base.weights.empty())
+    for (auto const& s : prob.shapes) base.weights.push_back(s.weight);
+
+  // The gate the search runs, then the ladder's top rung: every shape, the most samples.
+  auto gate = policy_gate::for_problem(prob);
+  const verdict admitted = gate.admit(cand, *ev);
+  print_verdict("gate", admitted);
+  if (!admitted.passed()) {
+    print_verdict("verdict", admitted);
+    std::fflush(stdout);
+    return exit_rejected;
+  }
+  const auto ladder = multi_rung_ladder::standard(prob);
+  auto const& top = ladder.rungs().back();
+  measurement m = ev->measure(cand, top, measure_request{derive_seed(o.seed, "eval"), nullptr});
+  if (m.result.passed()) reject_below_floor(m, prob, base);
+  m.device_seconds += ev->take_device_seconds();
+  print_verdict("verdict", m.result);
+  fmt::print("  {:<16} {} ({} shapes, {} samples)\n", "rung", top.name, top.shapes.size(), top.samples);
+  fmt::print("  {:<16} {:.3f}\n", "device seconds", m.device_seconds);
+  if (!m.timings.empty()) {
+    fmt::print("\n  {:<14} {:>14} {:>14} {:>9} {:>12}\n", "shape", "reference", "candidate", "speedup", "% of floor");
+    for (auto const& t : m.timings) {
+      auto const& sh = prob.shapes[t.shape];
+      const double ref = base.seconds[t.shape], mine = t.stats.median, floor = base.floor_seconds[t.shape];
+      fmt::print("  {:<14} {:11.3f} ms {:11.3f} ms {:8.2f}x {:>11}\n", sh.name, ref * 1e3, mine * 1e3, ref / mine,
+                 floor > 0 ? fmt::format("{:.1f}%", 100.0 * floor / mine) : std::string("-"));
+    }
+  }
+  if (m.result.passed()) fmt::print("\n  {:<16} {:.3f}x\n", "speedup", speedup_scorer{}.score(m, base).speedup);
+  if (!m.diagnosis.empty()) fmt::print("\n  diagnosis\n    {}\n", m.diagnosis);
+  std::fflush(stdout);
+  return m.result.passed() ? exit_ok : exit_rejected;
+}
+
+}  // namespace kernelbrain::cli
