@@ -450,4 +450,38 @@ TEST_CASE("cli: eval runs one candidate through the gate and every shape, and sa
   CHECK(kb_test::contains(r.err, "cannot be read"));
 }
 
+TEST_CASE("cli: check measures the reference against its floors, gates the seed and templates, and reports findings") {
+  kb_test::temp_dir dir("cli-check");
+  const std::string shipped = std::string(KB_SOURCE_DIR) + "/examples/problems/softmax";
+  auto r = kb_test::run_cli({"check", shipped}, dir);
+  INFO(r.out, r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(kb_test::contains(r.out, "no findings"));
+  for (auto const* shape : {"64x1024", "67x1031", "256x4096", "1024x8192"}) CHECK(kb_test::contains(r.out, shape));
+  CHECK(kb_test::contains(r.out, "gate        static source policy"));
+  CHECK(kb_test::contains(r.out, "rung        confirm"));
+  // A copy with a machine 10^6 times too slow (every reference "beats" its floor) and a template that
+  // does not compile: two findings, exit 3.
+  const auto copy = dir / "softmax";
+  std::filesystem::copy(shipped, copy, std::filesystem::copy_options::recursive);
+  auto json = kb_test::slurp((copy / "problem.json").string());
+  const std::string fast = "\"bytes_per_second\": 2e12";
+  const auto at = json.find(fast);
+  REQUIRE(at != std::string::npos);
+  json.replace(at, fast.size(), "\"bytes_per_second\": 2e6");
+  kb_test::spit(copy / "problem.json", json);
+  kb_test::spit(copy / "templates" / "vectorized.cpp", "this is not C++ ${VEC} ${UNROLL} ${EXP}\n");
+  r = kb_test::run_cli({"check", copy.string()}, dir);
+  INFO(r.out, r.err);
+  CHECK(r.exit_code == 3);
+  CHECK(kb_test::contains(r.out, "is below the roofline floor"));
+  CHECK(kb_test::contains(r.out, "FINDING: default point"));
+  CHECK_FALSE(kb_test::contains(r.out, "no findings"));
+  // A problem that does not load is a usage error naming it.
+  kb_test::spit(copy / "problem.json", "{\"name\": 3}");
+  r = kb_test::run_cli({"check", copy.string()}, dir);
+  CHECK(r.exit_code == 2);
+  CHECK(kb_test::contains(r.err, "name"));
+}
+
 #endif  // KB_CLI_PATH

@@ -51,6 +51,16 @@ struct eval_options {
 };
 int run_eval(eval_options const& options);
 
+/// check: a problem before any search: the reference against its floors, the gate, the ladder, the seed
+/// and catalogue defaults gated (check.cpp).
+[[nodiscard]] subcommand register_check(CLI::App& app);
+struct check_options {
+  std::string problem;
+  std::string backend;
+  bool no_catalogue = false;
+};
+int run_check(check_options const& options);
+
 /// Shared by tune and eval: a problem directory (the argument itself, or a built-in problem's), and the
 /// evaluator of a host or cuda problem (usage_error when the problem is written for another backend).
 [[nodiscard]] std::filesystem::path problem_directory(std::string const& spec, std::string const& backend);

@@ -72,7 +72,7 @@ int run(int argc, char** argv) {
       ->trigger_on_parse();
   app.require_subcommand(1);
   const std::vector<subcommand> commands{register_tune(app), register_list_strategies(app), register_prompts(app),
-                                         register_eval(app)};
+                                         register_eval(app), register_check(app)};
   for (auto const& c : commands) add_help_flag(*c.app);
   app.footer(app_footer);  // after the subcommands: they would inherit it
   try {
