@@ -258,7 +258,7 @@ class watching_client final : public llm::model_client {
 
 }  // namespace
 
-TEST_CASE("model requests are in flight while evaluations are dispatched; the search stops with none lost") {
+TEST_CASE("model requests are in flight while evaluations are dispatched, and the search stops with none lost") {
   const auto p = load_problem(softmax_dir());
   auto run = [&](std::size_t lag, std::chrono::milliseconds patience) {
     dispatch_counter d;
