@@ -11,12 +11,18 @@
 #include <cxxabi.h>
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
+#include <climits>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -79,12 +85,71 @@ std::string type_name(std::type_info const& t) {
   return out;
 }
 
+/// What a candidate can change in its process that would still be there for the next candidate the
+/// worker runs: timers (alarm, interval timers, POSIX timers: an alarm set by one candidate used to kill
+/// the next), signal dispositions and mask, soft resource limits, the working directory and umask.
+/// capture() records the worker's own settings before any candidate code runs; restore() puts them back
+/// before every request. (Native code could still do worse: that is the sandbox's job, issue 11.)
+class process_state {
+ public:
+  void capture() {
+    for (int sig = 1; sig < NSIG; ++sig) saved_[sig] = ::sigaction(sig, nullptr, &actions_[sig]) == 0;
+    ::pthread_sigmask(SIG_SETMASK, nullptr, &mask_);
+    for (std::size_t r = 0; r < limits_.size(); ++r) ::getrlimit(static_cast<int>(r), &limits_[r]);
+    char buf[PATH_MAX];
+    if (::getcwd(buf, sizeof buf)) cwd_ = buf;
+    umask_ = ::umask(022);
+    ::umask(umask_);
+    captured_ = true;
+  }
+  [[nodiscard]] bool captured() const noexcept { return captured_; }
+  void restore() {
+    ::alarm(0);
+    const itimerval off{};
+    for (int which : {ITIMER_REAL, ITIMER_VIRTUAL, ITIMER_PROF}) ::setitimer(which, &off, nullptr);
+    // POSIX timers: the worker creates none, so every one is the candidate's. Their ids are small
+    // integers per process; deleting one that does not exist fails harmlessly.
+    for (long id = 0; id < 512; ++id) (void)::syscall(SYS_timer_delete, id);
+    for (int sig = 1; sig < NSIG; ++sig)
+      if (saved_[sig] && sig != SIGKILL && sig != SIGSTOP) ::sigaction(sig, &actions_[sig], nullptr);
+    ::pthread_sigmask(SIG_SETMASK, &mask_, nullptr);
+    // RLIMIT_AS is the worker's own to set per request; the others back to the worker's soft limits,
+    // as far as the (possibly lowered) hard limits allow.
+    for (std::size_t r = 0; r < limits_.size(); ++r) {
+      if (static_cast<int>(r) == RLIMIT_AS) continue;
+      rlimit now{};
+      if (::getrlimit(static_cast<int>(r), &now) != 0) continue;
+      rlimit want = limits_[r];
+      want.rlim_max = now.rlim_max;
+      if (want.rlim_max != RLIM_INFINITY && (want.rlim_cur == RLIM_INFINITY || want.rlim_cur > want.rlim_max))
+        want.rlim_cur = want.rlim_max;
+      if (want.rlim_cur != now.rlim_cur) ::setrlimit(static_cast<int>(r), &want);
+    }
+    if (!cwd_.empty()) (void)::chdir(cwd_.c_str());
+    ::umask(umask_);
+  }
+
+ private:
+  std::array<struct sigaction, NSIG> actions_{};
+  std::array<bool, NSIG> saved_{};
+  sigset_t mask_{};
+  std::array<rlimit, RLIM_NLIMITS> limits_{};
+  std::string cwd_;
+  mode_t umask_ = 022;
+  bool captured_ = false;
+};
+
 class host_worker {
  public:
   std::string handle(std::uint32_t type, std::string_view body, worker_context& ctx) {
     // The census of this worker's own threads, taken at the first request: serve_requests has
     // started its channel watch thread by then.
     if (threads_ < 0) threads_ = thread_count();
+    // The worker's own state before any candidate code ran, then back to it before every request.
+    if (!state_.captured())
+      state_.capture();
+    else
+      state_.restore();
     hp::reply rep;
     lift_memory_limit();  // the previous request's limit must not stop this one's bookkeeping
     try {
@@ -348,6 +413,7 @@ class host_worker {
   }
 
   int threads_ = -1;
+  process_state state_;
   std::map<std::string, kb_kernel_fn> modules_;
   unsigned char* flush_ = nullptr;
   std::size_t flush_bytes_ = 0;

@@ -161,6 +161,74 @@ TEST_CASE("host backend: a correct candidate passes 50 of 50 fresh-input trials 
   CHECK(ev.check(c, all, 50, 7).passed());
 }
 
+namespace {
+/// scale_rows, correct, plus `extra` run once per call before the work (declarations are the
+/// candidate's own: the policy allows none of the headers these functions live in).
+std::string correct_with(std::string const& declarations, std::string const& extra) {
+  return R"(#include "kernelbrain/evaluate/host_abi.h"
+)" + declarations +
+         R"(
+extern "C" void kb_kernel(const kb_args* a) {
+  const float* x = a->inputs[0];
+  const float* w = a->inputs[1];
+  float* y = a->outputs[0];
+  float* s = a->outputs[1];
+  const long long R = a->dims[0], C = a->dims[1];
+  bool poisoned = false;
+)" + extra +
+         R"(
+  for (long long r = 0; r < R; ++r) {
+    double acc = 0;
+    for (long long c = 0; c < C; ++c) {
+      y[r * C + c] = poisoned ? 1e30f : x[r * C + c] * w[c];
+      acc += y[r * C + c];
+    }
+    s[r] = static_cast<float>(acc);
+  }
+}
+)";
+}
+constexpr char const* timer_declarations = R"(
+struct kb_tv { long sec, usec; };
+struct kb_itv { kb_tv interval, value; };
+extern "C" unsigned alarm(unsigned);
+extern "C" int setitimer(int, const kb_itv*, kb_itv*);
+extern "C" int getitimer(int, kb_itv*);
+)";
+}  // namespace
+
+TEST_CASE("host backend: timers a candidate sets are gone before the next candidate runs") {
+  auto const p = scale_rows();
+  host_evaluator ev(p, test_options());
+  // Arms an alarm and a profiling timer far in the future (either would kill a later candidate).
+  const auto arms = from_source(correct_with(timer_declarations, R"(
+  alarm(1000);
+  const kb_itv t{{0, 0}, {1000, 0}};
+  setitimer(2, &t, nullptr);  // ITIMER_PROF
+)"),
+                                "arms");
+  // Correct only when no alarm and no profiling timer is pending in its process.
+  const auto checks = from_source(correct_with(timer_declarations, R"(
+  kb_itv t{};
+  getitimer(2, &t);
+  if (alarm(0) != 0 || t.value.sec != 0 || t.value.usec != 0) poisoned = true;
+)"),
+                                  "checks");
+  const std::vector<std::size_t> shapes{0, 1};
+  REQUIRE(ev.check(arms, shapes, 1, 1).passed());
+  // The same worker process runs the next candidate (no failure in between to replace it).
+  const auto v = ev.check(checks, shapes, 2, 2);
+  INFO(v.detail);
+  CHECK(v.passed());
+  // The check can fail: in one call, the timers armed earlier in the same request are seen.
+  const auto both = from_source(correct_with(timer_declarations, R"(
+  alarm(1000);
+  if (alarm(0) != 1000) poisoned = true;
+)"),
+                                "both");
+  CHECK(ev.check(both, shapes, 1, 3).passed());
+}
+
 TEST_CASE("host backend: a candidate wrong only at odd sizes passes the regular shapes and fails the odd one") {
   auto const p = scale_rows();
   host_evaluator ev(p, test_options());
