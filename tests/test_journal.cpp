@@ -442,7 +442,12 @@ TEST_CASE("journal: a resume with the same budget continues the events, another 
     CHECK(j.resumed()->last_seq == 0);  // the engine writes every event again
     CHECK(j.resume_info().budget_changed);
     CHECK(j.resume_info().previous_limits.evaluations == 100);
-    CHECK(j.resumed()->outcomes.size() == 2);  // measurements are reused all the same
+    // Measurements are reused all the same, and the parent's rung-1 evaluation, dispatched at seq 4 and
+    // never finished, was in flight at both deaths (the second segment wrote past seq 9): a crash verdict.
+    CHECK(j.resumed()->outcomes.size() == 3);
+    auto const it = j.resumed()->outcomes.find({sh.parent.id, 1});
+    REQUIRE(it != j.resumed()->outcomes.end());
+    CHECK(it->second.m.result.where == stage::crash);
     j.write_event({event_kind::proposed, 1, sh.child.id, 0, {}, std::nullopt, "again"}, sh.view());
   }
   c = read_journal(path);
@@ -450,6 +455,53 @@ TEST_CASE("journal: a resume with the same budget continues the events, another 
   CHECK(c.limits.evaluations == 500);
   REQUIRE(c.events.size() == 1);  // the superseded events are gone from the run's stream
   CHECK(c.events[0].e.note == "again");
+}
+
+TEST_CASE(
+    "journal: an evaluation in flight when the run died is retried once, and at a second death gets a crash verdict") {
+  temp_dir dir("interrupted");
+  small_history sh;
+  const evaluation_key child{sh.child.id, 0}, parent{sh.parent.id, 0};
+  const auto path = dir / "j.jsonl";
+  {
+    jsonl_journal j(path, sample_header(), evals(100), journal_mode::create);
+    j.write_event({event_kind::dispatched, 1, sh.child.id, 0, {}, std::nullopt, {}}, sh.view());
+  }  // died with the child in flight
+  {
+    jsonl_journal j(path, sample_header(), evals(100), journal_mode::resume);
+    REQUIRE(j.resumed());
+    CHECK(j.resumed()->interrupted == std::vector<evaluation_key>{child});
+    CHECK(j.resumed()->outcomes.empty());  // retried
+    // The resumed run replays past seq 1 (the child in flight again) and dies with the parent in flight too.
+    j.write_event({event_kind::dispatched, 2, sh.parent.id, 0, {}, std::nullopt, {}}, sh.view());
+  }
+  auto c = read_journal(path);
+  REQUIRE(c.interrupted.size() == 1);
+  CHECK(c.interrupted[0].first == child);
+  CHECK(c.interrupted[0].second == 1);  // the resume line's after_seq
+  {
+    jsonl_journal j(path, sample_header(), evals(100), journal_mode::resume);
+    REQUIRE(j.resumed());
+    auto const& r = *j.resumed();
+    REQUIRE(r.outcomes.contains(child));
+    CHECK(r.outcomes.at(child).m.result.where == stage::crash);
+    CHECK(r.outcomes.at(child).m.result.detail.find("twice") != std::string::npos);
+    CHECK_FALSE(r.outcomes.at(child).passed());
+    CHECK(r.interrupted == std::vector<evaluation_key>{parent});  // its first death: retried
+  }
+  // A resumed run that died before it got back to the evaluation does not count against it.
+  const auto early = dir / "early.jsonl";
+  {
+    jsonl_journal j(early, sample_header(), evals(100), journal_mode::create);
+    j.write_event({event_kind::dispatched, 1, sh.child.id, 0, {}, std::nullopt, {}}, sh.view());
+  }
+  { jsonl_journal j(early, sample_header(), evals(100), journal_mode::resume); }  // died at once
+  {
+    jsonl_journal j(early, sample_header(), evals(100), journal_mode::resume);
+    REQUIRE(j.resumed());
+    CHECK(j.resumed()->outcomes.empty());
+    CHECK(j.resumed()->interrupted == std::vector<evaluation_key>{child});
+  }
 }
 
 TEST_CASE("journal: in-process resume after a crash equals the uninterrupted search") {

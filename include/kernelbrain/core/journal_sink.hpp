@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <vector>
 #include "kernelbrain/core/evaluation.hpp"
 #include "kernelbrain/core/event.hpp"
 #include "kernelbrain/core/model_exchange.hpp"
@@ -30,6 +31,10 @@ struct resume_state {
   /// The reference timings the run was scored against. A resumed run reuses them: re-measuring would
   /// give slightly different numbers, different scores, and a different (no longer replayed) search.
   std::optional<baseline> reference;
+  /// Evaluations in flight when the run died and retried by this resume (its resume line lists them).
+  /// One that was in flight at two deaths is not retried: `outcomes` holds a crash verdict for it, so
+  /// that a candidate that kills the search cannot stop a run from ever finishing.
+  std::vector<evaluation_key> interrupted;
 };
 
 class journal_sink {

@@ -21,6 +21,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 #include "kernelbrain/config.hpp"
 #include "kernelbrain/core/budget.hpp"
@@ -78,10 +79,13 @@ struct journal_contents {
   std::vector<journal_event> events;         ///< the run's events in seq order, superseded ones dropped
   std::vector<journal_exchange> exchanges;   ///< model prompts and replies in seq order, superseded ones dropped
   std::uint64_t last_seq = 0;                ///< highest seq among `events`
-  std::size_t segments = 0;                  ///< 1 for a run never resumed; +1 per resume
-  std::size_t lines = 0;                     ///< complete lines read
-  std::uintmax_t complete_bytes = 0;         ///< size up to the end of the last complete line
-  std::uintmax_t torn_bytes = 0;             ///< bytes after it: a line torn by a kill, ignored
+  /// Evaluations in flight when a run segment died, retried by the next (its resume line lists them),
+  /// each with that line's after_seq: a later segment that wrote past it ran into the evaluation again.
+  std::vector<std::pair<evaluation_key, std::uint64_t>> interrupted;
+  std::size_t segments = 0;           ///< 1 for a run never resumed; +1 per resume
+  std::size_t lines = 0;              ///< complete lines read
+  std::uintmax_t complete_bytes = 0;  ///< size up to the end of the last complete line
+  std::uintmax_t torn_bytes = 0;      ///< bytes after it: a line torn by a kill, ignored
   [[nodiscard]] bool has_header() const noexcept { return segments > 0; }
 };
 

@@ -103,10 +103,21 @@ inline std::string header_line(run_header const& h, budget const& limits) {
   return json::serialize(o);
 }
 
-inline std::string resume_line(std::uint64_t after_seq, budget const& limits) {
+inline std::string resume_line(std::uint64_t after_seq, budget const& limits,
+                               std::vector<evaluation_key> const& interrupted = {}) {
   json::object o;
   o["type"] = "resume";
   o["after_seq"] = after_seq;
+  if (!interrupted.empty()) {
+    json::array a;
+    for (auto const& k : interrupted) {
+      json::object e;
+      e["id"] = text(k.id.str());
+      e["rung"] = k.rung;
+      a.push_back(std::move(e));
+    }
+    o["interrupted"] = std::move(a);
+  }
   o["kernelbrain"] = text(library_version);
   o["date"] = text(utc_now());
   o["budget"] = to_json(limits);
@@ -451,6 +462,12 @@ inline void apply_line(journal_contents& c, json::value const& v) {
     c.limits = budget_from(field(o, "budget"));
     std::erase_if(c.events, [after](journal_event const& je) { return je.e.seq > after; });
     std::erase_if(c.exchanges, [after](journal_exchange const& je) { return je.seq > after; });
+    if (auto it = o.find("interrupted"); it != o.end())
+      for (auto const& entry : as_array(it->value(), "interrupted")) {
+        auto const& k = as_object(entry, "interrupted");
+        c.interrupted.emplace_back(
+            evaluation_key{as_id(field(k, "id"), "id"), static_cast<std::size_t>(get_uint(k, "rung"))}, after);
+      }
     ++c.segments;
   } else if (type == "baseline") {
     // The first one is what the run scored against; a resumed run never writes another.
@@ -521,6 +538,29 @@ inline resume_state to_resume_state(journal_contents& c) {
     s.last_seq = suspended->e.seq - 1;
   else if (!c.events.empty() && c.events.back().e.kind == event_kind::stopped)
     s.last_seq = c.events.back().e.seq - 1;
+  // Dispatched and never finished: in flight when the run died (a kill, a crash, or a candidate that
+  // killed the search). Retried once; in flight at a second death, it gets a crash verdict instead.
+  for (auto const& je : c.events) {
+    if (je.e.kind != event_kind::dispatched) continue;
+    const evaluation_key key{je.e.id, je.e.rung};
+    if (s.outcomes.contains(key) || std::find(s.interrupted.begin(), s.interrupted.end(), key) != s.interrupted.end())
+      continue;
+    // Retried before, and a later segment got past the point where it had been in flight: the retry
+    // was in flight when that segment died too.
+    const bool died_twice = std::any_of(c.interrupted.begin(), c.interrupted.end(),
+                                        [&](auto const& ki) { return ki.first == key && c.last_seq > ki.second; });
+    if (!died_twice) {
+      s.interrupted.push_back(key);
+      continue;
+    }
+    evaluation_outcome o;
+    o.id = key.id;
+    o.rung = key.rung;
+    o.m.result = verdict::reject(stage::crash,
+                                 "in flight when the search process died, twice (the run was resumed and it was "
+                                 "being evaluated again when the search died again): not retried");
+    s.outcomes.insert_or_assign(key, std::move(o));
+  }
   return s;
 }
 
@@ -643,7 +683,7 @@ void jsonl_journal::open_for_resume(budget const& limits) {
   if (!file_)
     throw error("cannot open journal " + jj::quoted(path_) + " for appending: " + std::strerror(errno) +
                 ": check that the file is writable");
-  append_line(jj::resume_line(s.last_seq, limits));
+  append_line(jj::resume_line(s.last_seq, limits, s.interrupted));
   throw_if_failed();
   resumed_ = std::move(s);
 }
