@@ -107,9 +107,7 @@ class process_state {
     ::alarm(0);
     const itimerval off{};
     for (int which : {ITIMER_REAL, ITIMER_VIRTUAL, ITIMER_PROF}) ::setitimer(which, &off, nullptr);
-    // POSIX timers: the worker creates none, so every one is the candidate's. Their ids are small
-    // integers per process; deleting one that does not exist fails harmlessly.
-    for (long id = 0; id < 512; ++id) (void)::syscall(SYS_timer_delete, id);
+    delete_posix_timers();
     for (int sig = 1; sig < NSIG; ++sig)
       if (saved_[sig] && sig != SIGKILL && sig != SIGSTOP) ::sigaction(sig, &actions_[sig], nullptr);
     ::pthread_sigmask(SIG_SETMASK, &mask_, nullptr);
@@ -130,6 +128,24 @@ class process_state {
   }
 
  private:
+  /// POSIX timers: the worker creates none, so every one is the candidate's. /proc/self/timers lists
+  /// their ids (one "ID: n" line each); where it cannot be read, the small ids the kernel hands out
+  /// first are tried (deleting one that does not exist fails harmlessly).
+  static void delete_posix_timers() {
+    const int fd = ::open("/proc/self/timers", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+      for (long id = 0; id < 512; ++id) (void)::syscall(SYS_timer_delete, id);
+      return;
+    }
+    std::string text;
+    char buf[4096];
+    for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) text.append(buf, static_cast<std::size_t>(n));
+    ::close(fd);
+    for (std::size_t at = text.find("ID: "); at != std::string::npos; at = text.find("ID: ", at + 4))
+      if (at == 0 || text[at - 1] == '\n')
+        (void)::syscall(SYS_timer_delete, std::strtol(text.c_str() + at + 4, nullptr, 10));
+  }
+
   std::array<struct sigaction, NSIG> actions_{};
   std::array<bool, NSIG> saved_{};
   sigset_t mask_{};

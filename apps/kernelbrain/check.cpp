@@ -110,11 +110,8 @@ int run_check(check_options const& o) {
 
   // The gate and the ladder.
   const auto gate = policy_gate::for_problem(prob);
-  std::vector<std::size_t> gated{0};
-  for (std::size_t i = 1; i < prob.shapes.size(); ++i)
-    if (prob.shapes[i].tier == "odd") gated.push_back(i);
-  fmt::print("\n  gate        static source policy, build, then 2 trials on fresh inputs at: {}\n",
-             shape_list(prob, gated));
+  fmt::print("\n  gate        static source policy, build, then {} trials on fresh inputs at: {}\n", gate.trials(),
+             shape_list(prob, gate.shapes()));
   const bool adversarial =
       std::any_of(prob.inputs.begin(), prob.inputs.end(), [](tensor_spec const& t) { return !t.adversarial.empty(); });
   fmt::print("              (the first shape and every 'odd' tier shape; inputs: {})\n",

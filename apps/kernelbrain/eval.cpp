@@ -17,6 +17,7 @@
 #include <sstream>
 #include <string>
 #include "commands.hpp"
+#include "progress.hpp"
 
 namespace kernelbrain::cli {
 
@@ -94,10 +95,7 @@ int run_eval(eval_options const& o) {
 
   baseline base = ev->measure_baseline(prob);
   (void)ev->take_device_seconds();
-  if (base.floor_seconds.empty())
-    for (auto const& s : prob.shapes) base.floor_seconds.push_back(prob.machine.floor_seconds(s));
-  if (base.weights.empty())
-    for (auto const& s : prob.shapes) base.weights.push_back(s.weight);
+  complete_baseline(base, prob);
 
   // The gate the search runs, then the ladder's top rung: every shape, the most samples.
   auto gate = policy_gate::for_problem(prob);
@@ -116,15 +114,7 @@ int run_eval(eval_options const& o) {
   print_verdict("verdict", m.result);
   fmt::print("  {:<16} {} ({} shapes, {} samples)\n", "rung", top.name, top.shapes.size(), top.samples);
   fmt::print("  {:<16} {:.3f}\n", "device seconds", m.device_seconds);
-  if (!m.timings.empty()) {
-    fmt::print("\n  {:<14} {:>14} {:>14} {:>9} {:>12}\n", "shape", "reference", "candidate", "speedup", "% of floor");
-    for (auto const& t : m.timings) {
-      auto const& sh = prob.shapes[t.shape];
-      const double ref = base.seconds[t.shape], mine = t.stats.median, floor = base.floor_seconds[t.shape];
-      fmt::print("  {:<14} {:11.3f} ms {:11.3f} ms {:8.2f}x {:>11}\n", sh.name, ref * 1e3, mine * 1e3, ref / mine,
-                 floor > 0 ? fmt::format("{:.1f}%", 100.0 * floor / mine) : std::string("-"));
-    }
-  }
+  if (!m.timings.empty()) print_shape_table(prob, m.timings, base.seconds, "candidate");
   if (m.result.passed()) fmt::print("\n  {:<16} {:.3f}x\n", "speedup", speedup_scorer{}.score(m, base).speedup);
   if (!m.diagnosis.empty()) fmt::print("\n  diagnosis\n    {}\n", m.diagnosis);
   std::fflush(stdout);

@@ -101,19 +101,24 @@ void print_summary(run_description const& run, search_result const& r, progress_
   std::fflush(stdout);
 }
 
+void print_shape_table(problem const& p, std::span<shape_timing const> timings, std::span<double const> reference,
+                       std::string_view column) {
+  fmt::print("\n  {:<14} {:>14} {:>14} {:>9} {:>12}\n", "shape", "reference", column, "speedup", "% of floor");
+  for (auto const& t : timings) {
+    auto const& sh = p.shapes[t.shape];
+    const double ref = reference[t.shape], mine = t.stats.median;
+    const double floor = p.machine.floor_seconds(sh);
+    fmt::print("  {:<14} {:11.3f} ms {:11.3f} ms {:8.2f}x {:>11}\n", sh.name, ref * 1e3, mine * 1e3, ref / mine,
+               floor > 0 ? fixed(100.0 * floor / mine, 1) + "%" : std::string("-"));
+  }
+  std::fflush(stdout);
+}
+
 void print_shapes(problem const& p, search_result const& r) {
   if (!r.best) return;
   auto const& m = r.best->results[r.best_rung];
   if (!m) return;
-  fmt::print("\n  {:<14} {:>14} {:>14} {:>9} {:>12}\n", "shape", "reference", "best", "speedup", "% of floor");
-  for (auto const& t : m->timings) {
-    auto const& sh = p.shapes[t.shape];
-    const double ref = r.reference.seconds[t.shape], best = t.stats.median;
-    const double floor = p.machine.floor_seconds(sh);
-    fmt::print("  {:<14} {:11.3f} ms {:11.3f} ms {:8.2f}x {:>11}\n", sh.name, ref * 1e3, best * 1e3, ref / best,
-               floor > 0 ? fixed(100.0 * floor / best, 1) + "%" : std::string("-"));
-  }
-  std::fflush(stdout);
+  print_shape_table(p, m->timings, r.reference.seconds, "best");
 }
 
 }  // namespace kernelbrain::cli

@@ -12,6 +12,7 @@
 #include <map>
 #include <span>
 #include <string>
+#include <string_view>
 
 namespace kernelbrain::cli {
 
@@ -62,6 +63,11 @@ struct run_description {
 /// The end-of-run summary table on stdout.
 void print_summary(run_description const& run, search_result const& r, progress_line const& progress,
                    std::span<rung const> rungs, jsonl_journal const* journal);
+
+/// One row per timing: the reference's median (`reference`, by problem shape), the `column` kernel's,
+/// the speedup and the share of the shape's roofline floor.
+void print_shape_table(problem const& p, std::span<shape_timing const> timings, std::span<double const> reference,
+                       std::string_view column);
 
 /// Per-shape times of the incumbent against the reference, at the incumbent's best rung (nothing when
 /// no candidate passed).

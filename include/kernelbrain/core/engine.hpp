@@ -38,6 +38,14 @@ inline void reject_below_floor(measurement& m, problem const& p, baseline const&
   }
 }
 
+/// Fills what a measured baseline may leave out: the shapes' weights and roofline floors, from `p`.
+inline void complete_baseline(baseline& b, problem const& p) {
+  if (b.weights.empty())
+    for (auto const& s : p.shapes) b.weights.push_back(s.weight);
+  if (b.floor_seconds.empty())
+    for (auto const& s : p.shapes) b.floor_seconds.push_back(p.machine.floor_seconds(s));
+}
+
 /// What ask() hands back: an evaluation to run, a wait for one in flight, or the end.
 struct waiting {};
 struct finished {
@@ -74,10 +82,7 @@ class engine {
     if (b.seconds.size() != problem_.shapes.size())
       throw error("baseline has " + std::to_string(b.seconds.size()) + " shapes, problem has " +
                   std::to_string(problem_.shapes.size()));
-    if (b.weights.empty())
-      for (auto const& s : problem_.shapes) b.weights.push_back(s.weight);
-    if (b.floor_seconds.empty())
-      for (auto const& s : problem_.shapes) b.floor_seconds.push_back(problem_.machine.floor_seconds(s));
+    complete_baseline(b, problem_);
     baseline_ = std::move(b);
   }
   void set_journal(journal_sink* j) noexcept { journal_ = j; }
@@ -160,7 +165,7 @@ class engine {
       if (o.gate.passed()) {
         measure_request req{t.seed, t.incumbent ? &*t.incumbent : nullptr};
         o.m = e.measure(t.cand, rungs()[t.rung], req);
-        if (o.m.result.passed()) check_floor(o.m);
+        if (o.m.result.passed()) reject_below_floor(o.m, problem_, baseline_);
       }
     } catch (std::exception const& ex) {
       o.m.result = verdict::reject(stage::infrastructure, std::string("evaluator threw: ") + ex.what());
@@ -359,8 +364,6 @@ class engine {
     note_event(event_kind::dispatched, r.id, r.rung, verdict{}, std::nullopt, std::string{});
     return t;
   }
-
-  void check_floor(measurement& m) const { reject_below_floor(m, problem_, baseline_); }
 
   /// Builds the event field by field (GCC 12 -O3 warns falsely on a braced temporary here).
   void note_event(event_kind kind, candidate_id id, std::size_t rung, verdict result, std::optional<score> value,

@@ -26,6 +26,10 @@ class policy_gate {
 
   void reseed(std::uint64_t seed) { seed_ = seed; }
 
+  /// The problem shapes checked before any timing, and the fresh-input trials at each.
+  [[nodiscard]] std::vector<std::size_t> const& shapes() const noexcept { return shapes_; }
+  [[nodiscard]] int trials() const noexcept { return trials_; }
+
   verdict admit(candidate const& c, evaluator& e) {
     if (auto v = e.inspect(c); !v) return v;
     if (auto v = e.build(c); !v) return v;
