@@ -40,6 +40,7 @@
 #include <string_view>
 #include <vector>
 #include "kernelbrain/detail/cuda_protocol.hpp"
+#include "kernelbrain/detail/input_cases.hpp"
 #include "kernelbrain/detail/process_supervision.hpp"
 
 namespace {
@@ -193,7 +194,8 @@ __device__ __forceinline__ unsigned kb_bits(const void* p, long long i, int dt) 
 }
 __device__ __forceinline__ float kb_val(unsigned b, int dt) { return dt ? kb_h2f((unsigned short)b) : __uint_as_float(b); }
 // Fresh values from `seed` (dist: 0 normal, 1 uniform(-1,1), 2 uniform[0.5,2)), then an adversarial
-// transform (kind: 0 none, 1 scaled, 2 offset, 3 constant, 4 ties, 5 spikes, 6 signed zeros).
+// transform (kind: 0 none, 1 scaled, 2 offset, 3 constant, 4 ties, 5 spikes, 6 signed zeros):
+// kb_input_case, put before this text from detail/input_cases.hpp (the host backend compiles the same).
 extern "C" __global__ void kb_fill(void* p, long long n, int dt, int dist, u64 seed, int kind, float a) {
   for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
     u64 h = kb_mix(seed ^ kb_mix((u64)i));
@@ -201,13 +203,7 @@ extern "C" __global__ void kb_fill(void* p, long long n, int dt, int dist, u64 s
     if (dist == 1) v = 2.f * kb_u01(h) - 1.f;
     else if (dist == 2) v = 0.5f + 1.5f * kb_u01(h);
     else { float x = kb_u01(h), y = kb_u01(kb_mix(h)); v = sqrtf(-2.f * logf(x)) * cospif(2.f * y); }
-    u64 g = kb_mix(h ^ 0x2545F4914F6CDD1Dull);
-    if (kind == 1) v *= a;
-    else if (kind == 2) v += a;
-    else if (kind == 3) v = a;
-    else if (kind == 4) v = rintf(v * a) / a;
-    else if (kind == 5) { if ((g & 255) == 0) v = (g & 256) ? a : -a; }
-    else if (kind == 6) { if (g & 1) v = (g & 2) ? 0.f : -0.f; }
+    v = kb_input_case(kind, a, v, kb_mix(h ^ 0x2545F4914F6CDD1Dull));
     if (dt) ((unsigned short*)p)[i] = kb_f2h(v); else ((float*)p)[i] = v;
   }
 }
@@ -603,7 +599,8 @@ class cuda_worker {
 
   void load_trusted() {
     nvrtcProgram prog;
-    nvrtcCreateProgram(&prog, trusted_source, "kb_trusted.cu", 0, nullptr, nullptr);
+    const std::string text = std::string(input_case_device_source) + trusted_source;
+    nvrtcCreateProgram(&prog, text.c_str(), "kb_trusted.cu", 0, nullptr, nullptr);
     char const* opts[] = {"--gpu-architecture=sm_90", "-default-device", "--std=c++17"};
     if (nvrtcCompileProgram(prog, 3, opts) != NVRTC_SUCCESS) {
       std::size_t n = 0;

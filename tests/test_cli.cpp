@@ -440,6 +440,13 @@ TEST_CASE("cli: eval runs one candidate through the gate and every shape, and sa
   CHECK(r.exit_code == 3);
   CHECK(kb_test::summary(r.out, "verdict").starts_with("correctness"));
   CHECK_FALSE(kb_test::contains(r.out, "1024x8192"));
+  // A correct kernel that forges its timing (says "done" before it works): rejected, naming the mismatch.
+  r = kb_test::run_cli({"eval", problem_dir, std::string(KB_SOURCE_DIR) + "/tests/hostile_softmax/forged_timing.cpp"},
+                       dir);
+  INFO(r.out, r.err);
+  CHECK(r.exit_code == 3);
+  CHECK(kb_test::summary(r.out, "verdict").starts_with("impossible"));
+  CHECK(kb_test::contains(r.out, "timing mismatch"));
   // A reply without code and a missing file are usage errors (exit 2) that say so.
   kb_test::spit((dir / "prose.md").string(), "I would rather not write code today.\n");
   r = kb_test::run_cli({"eval", problem_dir, (dir / "prose.md").string()}, dir);

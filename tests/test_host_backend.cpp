@@ -12,7 +12,9 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <kernelbrain/evaluate/host.hpp>
+#include <kernelbrain/io/journal.hpp>
 #include <kernelbrain/search.hpp>
 #include <set>
 #include <sstream>
@@ -68,9 +70,11 @@ struct expectation {
   stage where = stage::pass;
   std::string detail;
   double compile_timeout = 0;
+  double min_seconds = 0;  ///< every timed sample at least this long
 };
 
-/// The header lines of a corpus file: "// expect: STAGE", "// detail: TEXT", "// compile_timeout: S".
+/// The header lines of a corpus file: "// expect: STAGE", "// detail: TEXT", "// compile_timeout: S",
+/// "// min_ms: MS".
 expectation read_expectation(std::string const& name, std::string const& text) {
   expectation e;
   bool found = false;
@@ -88,6 +92,8 @@ expectation read_expectation(std::string const& name, std::string const& text) {
       e.detail = *d;
     } else if (auto t = value("compile_timeout")) {
       e.compile_timeout = std::stod(*t);
+    } else if (auto m = value("min_ms")) {
+      e.min_seconds = std::stod(*m) * 1e-3;
     }
   }
   REQUIRE_MESSAGE(found, name << ": no '// expect: <stage>' line");
@@ -130,9 +136,14 @@ TEST_CASE(
     auto gate = policy_gate::for_problem(p, 2);
     gate.reseed(17);
     verdict v = gate.admit(c, ev);
-    if (v) v = ev.measure(c, test_rung({0, 1}), measure_request{23, nullptr}).result;
+    measurement m;
+    if (v) v = (m = ev.measure(c, test_rung({0, 1}), measure_request{23, nullptr})).result;
     INFO(name, " -> ", to_string(v.where), ": ", v.detail);
     CHECK(v.where == want.where);
+    // Time the candidate spent (on threads it left running, say) is in every sample it was timed for.
+    if (v && want.min_seconds > 0)
+      for (auto const& t : m.timings)
+        for (double s : t.samples) CHECK_MESSAGE(s >= want.min_seconds, name << ": a sample of " << s << " s");
     if (!want.detail.empty()) CHECK(v.detail.find(want.detail) != std::string::npos);
     MESSAGE(name, ": ", to_string(v.where), " in ", seconds_since(start), " s");
     CHECK_MESSAGE(shared.check(correct, std::vector<std::size_t>{0, 1}, 1, 99).passed(),
@@ -141,7 +152,17 @@ TEST_CASE(
   for (char const* required : {"correct", "segfault", "infinite_loop", "abort", "huge_allocation", "partial_write",
                                "writes_input", "returns_nan", "nondeterministic", "wrong_at_odd_sizes",
                                "skips_repeat_calls", "compile_bomb", "forbidden_construct", "missing_entry",
-                               "wrong_signature", "memo_by_pointer", "memo_after_two_calls", "stray_thread"})
+                               "wrong_signature", "memo_by_pointer", "memo_after_two_calls", "stray_thread",
+                               // one or more hostile candidates per category of issue 11, and honest twins
+                               "forged_reply_from_forked_child", "progress_bytes_on_reply_channel",
+                               "detached_thread_finishes_late", "scans_proc_for_parent_arena", "forged_done_byte",
+                               "forged_done_then_computes", "redefine_extname_kill", "link_map_symbol_lookup",
+                               "machine_code_in_text", "writes_proc_self_mem", "pread64_probes_inherited_fds",
+                               "null_directive_include", "raw_string_splice_hides_kill", "spaced_line_splice_hides_fork",
+                               "raises_address_limit", "leaks_every_call", "forked_child_sleeps_forever", "arms_alarm",
+                               "arms_setitimer", "creates_posix_timer", "kills_parent", "sigqueue_to_parent",
+                               "thread_workers_joined", "threads_by_hardware_concurrency", "vector_scratch_per_call",
+                               "static_lookup_table", "static_init_reads_proc_maps"})
     CHECK_MESSAGE(seen.contains(required), "tests/host_corpus/" << required << ".cpp is missing");
 }
 
@@ -188,45 +209,100 @@ extern "C" void kb_kernel(const kb_args* a) {
 }
 )";
 }
-constexpr char const* timer_declarations = R"(
+/// Proposes the given candidates in order, as many as asked for, then nothing (the search ends).
+struct scripted_generator {
+  std::vector<candidate> queue;
+  std::size_t next = 0;
+  std::vector<candidate> propose(search_view const&, proposal_request const& r) {
+    std::vector<candidate> out;
+    while (next < queue.size() && out.size() < std::max<std::size_t>(1, r.count)) out.push_back(queue[next++]);
+    return out;
+  }
+};
+
+/// What the hostile candidates below declare for themselves (with the source policy off, nothing
+/// stops them from the outside but the sandbox).
+constexpr char const* hostile_declarations = R"(
+extern "C" int kill(int, int);
+extern "C" int getppid();
+extern "C" int fork();
+extern "C" void _exit(int);
+extern "C" unsigned alarm(unsigned);
 struct kb_tv { long sec, usec; };
 struct kb_itv { kb_tv interval, value; };
-extern "C" unsigned alarm(unsigned);
 extern "C" int setitimer(int, const kb_itv*, kb_itv*);
-extern "C" int getitimer(int, kb_itv*);
+extern "C" int timer_create(int, void*, void**);
+extern "C" int open(const char*, int, ...);
+extern "C" long write(int, const void*, unsigned long);
 )";
 }  // namespace
 
-TEST_CASE("host backend: timers a candidate sets are gone before the next candidate runs") {
+TEST_CASE(
+    "host backend: candidates that signal the search, fork, set timers and open files are stopped, the search "
+    "finishes with a complete journal, and the next candidate passes") {
   auto const p = scale_rows();
-  host_evaluator ev(p, test_options());
-  // Arms an alarm and a profiling timer far in the future (either would kill a later candidate).
-  const auto arms = from_source(correct_with(timer_declarations, R"(
-  alarm(1000);
-  const kb_itv t{{0, 0}, {1000, 0}};
-  setitimer(2, &t, nullptr);  // ITIMER_PROF
-)"),
-                                "arms");
-  // Correct only when no alarm and no profiling timer is pending in its process.
-  const auto checks = from_source(correct_with(timer_declarations, R"(
-  kb_itv t{};
-  getitimer(2, &t);
-  if (alarm(0) != 0 || t.value.sec != 0 || t.value.usec != 0) poisoned = true;
-)"),
-                                  "checks");
-  const std::vector<std::size_t> shapes{0, 1};
-  REQUIRE(ev.check(arms, shapes, 1, 1).passed());
-  // The same worker process runs the next candidate (no failure in between to replace it).
-  const auto v = ev.check(checks, shapes, 2, 2);
-  INFO(v.detail);
-  CHECK(v.passed());
-  // The check can fail: in one call, the timers armed earlier in the same request are seen.
-  const auto both = from_source(correct_with(timer_declarations, R"(
-  alarm(1000);
-  if (alarm(0) != 1000) poisoned = true;
-)"),
-                                "both");
-  CHECK(ev.check(both, shapes, 1, 3).passed());
+  auto o = test_options();
+  o.policy.enabled = false;  // the sandbox alone
+  host_evaluator ev(p, o);
+  kb_test::temp_dir dir("host-sandbox-search");
+  const fs::path planted = dir.path / "planted.txt";
+  const std::string search_pid = std::to_string(::getpid());
+  struct hostile {
+    char const* name;
+    std::string body;
+    char const* call;  ///< the system call the verdict must name
+  };
+  const std::vector<hostile> attacks = {
+      {"signals", "  kill(" + search_pid + ", 9); kill(getppid(), 9); kill(0, 9);\n", "kill"},
+      {"forks", "  if (fork() == 0) { for (;;) {} }\n", "clone"},
+      {"alarm", "  alarm(1);\n", "alarm"},
+      {"itimer", "  const kb_itv t{{0, 1000}, {0, 1000}}; setitimer(2, &t, nullptr);\n", "setitimer"},
+      {"posix_timer", "  void* id = nullptr; timer_create(1, nullptr, &id);\n", "timer_create"},
+      {"opens", "  const int fd = open(\"" + planted.string() + "\", 0101, 0644); write(fd, \"x\", 1);\n", "openat"},
+      {"reads", "  if (open(\"/proc/self/maps\", 0) >= 0) poisoned = true;\n", "openat"},
+  };
+  scripted_generator gen;
+  gen.queue.push_back(from_source(correct_with("", "  // first\n"), "honest"));
+  for (auto const& a : attacks) gen.queue.push_back(from_source(correct_with(hostile_declarations, a.body), a.name));
+  gen.queue.push_back(from_source(correct_with("", "  // after the attacks\n"), "honest"));
+  const auto queued = gen.queue;
+
+  auto pol = default_policies(p).with_generator(std::move(gen));
+  const fs::path journal = dir.path / "run.jsonl";
+  search_result r;
+  {
+    jsonl_journal j(journal, {"scale_rows", "scripted", 5, ev.fingerprint(), ladder_digest(pol.ladder.rungs())}, {},
+                    journal_mode::create);
+    search_options so;
+    so.seed = 5;
+    so.limits.evaluations = 200;
+    so.journal = &j;
+    r = search(p, std::move(pol), ev, so);
+  }
+  MESSAGE("stop: ", r.stop_reason, "; ", r.counters.evaluations, " evaluations, ", r.counters.rejected, " rejected");
+  CHECK(r.stop_reason.find("nothing new") != std::string::npos);  // ran out of candidates: it finished
+  CHECK_FALSE(fs::exists(planted));
+
+  // Every candidate has its verdict in the journal: the attacks the sandbox's, naming the call.
+  const auto contents = read_journal(journal);
+  std::map<std::string, evaluation_outcome> first;  // by candidate id: its gate outcome
+  for (auto const& oc : contents.outcomes) first.emplace(oc.id.str(), oc);
+  REQUIRE(first.size() == queued.size());
+  CHECK(contents.outcomes.size() == r.counters.evaluations);
+  for (std::size_t i = 0; i < attacks.size(); ++i) {
+    auto const& v = first.at(queued[i + 1].id.str()).reason();
+    INFO(std::string(attacks[i].name), ": ", to_string(v.where), ": ", v.detail);
+    CHECK(v.where == stage::policy);
+    CHECK(v.detail.find(std::string("forbidden system call ") + attacks[i].call) != std::string::npos);
+  }
+  for (auto const* honest : {&queued.front(), &queued.back()}) {
+    auto const& v = first.at(honest->id.str()).reason();
+    INFO(to_string(v.where), ": ", v.detail);
+    CHECK(v.passed());
+  }
+  // The honest candidate after the attacks was measured like the one before them.
+  REQUIRE(r.best.has_value());
+  CHECK(r.counters.rejected == attacks.size());
 }
 
 TEST_CASE("host backend: a candidate wrong only at odd sizes passes the regular shapes and fails the odd one") {

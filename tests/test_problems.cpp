@@ -394,7 +394,7 @@ std::vector<parameters> sample_points(parameter_space const& space, std::uint64_
   return out;
 }
 
-bool is_check_shape(shape const& s) { return s.tier == "smoke" || s.tier == "odd"; }
+bool is_check_shape(shape const& s) { return is_correctness_shape(s); }
 
 }  // namespace
 
@@ -606,11 +606,19 @@ TEST_CASE("load_problem names the file and the field of every malformed part") {
       {R"({"name": "odd", "dims")",
        R"({"name": "small", "dims")",
        {"shapes[1].name: duplicate shape name 'small'", "shapes[0]"}},
-      {R"("tier": "odd")", R"("tier": "Odd")", {"shapes[1].tier: unknown tier 'Odd'", "smoke, odd"}},
+      {R"("tier": "odd")", R"("tier": "Odd")", {"shapes[1].tier: unknown tier 'Odd'", "smoke, odd, wide"}},
       {R"({"N": 4, "M": 8})", R"({"N": 4})", {"shapes[0].dims: missing dim 'M'"}},
       {R"({"N": 4, "M": 8})", R"({"N": 4, "M": 8, "K": 2})", {"shapes[0].dims: unknown dim 'K'"}},
       {R"({"N": 4, "M": 8})", R"({"N": 0, "M": 8})", {"shapes[0].dims.N: must be >= 1"}},
       {R"("weight": 2)", R"("weight": 0)", {"shapes[1].weight: must be a finite number > 0"}},
+      {R"("tier": "odd", "weight": 2)",
+       R"("tier": "wide", "weight": 2)",
+       {"shapes[1].weight: a 'wide' shape is never timed: it has no weight"}},
+      {R"("tier": "smoke"},
+    {"name": "odd", "dims": {"N": 5, "M": 9}, "tier": "odd", "weight": 2})",
+       R"("tier": "wide"},
+    {"name": "odd", "dims": {"N": 5, "M": 9}, "tier": "wide"})",
+       {"shapes: every shape is of tier 'wide', which is never timed"}},
       {R"("shapes": [)", R"("shapes": [], "x": [)", {"unknown field 'x'"}},
       // the rest
       {R"("backend": "host")", R"("backend": "gpu")", {"backend: unknown backend 'gpu'", "host, cuda"}},

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <kernelbrain/core/evaluator.hpp>
+#include <kernelbrain/evaluate/host.hpp>
 #include <kernelbrain/generate/template_space.hpp>
 #include <kernelbrain/io/problem_loader.hpp>
 #include <kernelbrain/search.hpp>
@@ -86,6 +87,7 @@ int run_check(check_options const& o) {
   fmt::print("kernelbrain check {} (backend {}): {}\n", prob.name, backend, dir.string());
   fmt::print("  signature   {}\n  tolerance   rtol {} atol {} (|out - ref| <= atol + rtol * max|ref|)\n",
              prob.signature, prob.tol.rtol, prob.tol.atol);
+  if (backend == "host") fmt::print("  sandbox     {}\n", host_sandbox_summary());
   std::fflush(stdout);
 
   // The reference on every shape, against the floor.
@@ -114,10 +116,9 @@ int run_check(check_options const& o) {
              shape_list(prob, gate.shapes()));
   const bool adversarial =
       std::any_of(prob.inputs.begin(), prob.inputs.end(), [](tensor_spec const& t) { return !t.adversarial.empty(); });
-  fmt::print("              (the first shape and every 'odd' tier shape; inputs: {})\n",
-             !adversarial        ? "random"
-             : backend == "cuda" ? "random, then the problem's adversarial distributions"
-                                 : "random (the host backend does not apply the problem's adversarial inputs yet)");
+  fmt::print(
+      "              (the first shape and every 'odd' and 'wide' tier shape; inputs: {})\n",
+      adversarial ? "random, then the problem's adversarial distributions at the smallest 'odd' shape" : "random");
   const auto ladder = multi_rung_ladder::standard(prob);
   for (auto const& r : ladder.rungs())
     fmt::print("  rung        {:<8} {} samples ({} warm-up){}{}: {}\n", r.name, r.samples, r.warmup,
@@ -125,7 +126,8 @@ int run_check(check_options const& o) {
                shape_list(prob, r.shapes));
   fmt::print(
       "              (smoke and screen leave out 'smoke'/'odd' tier shapes weighing under half the heaviest:\n"
-      "               their timings are launch overhead; confirm times every shape)\n");
+      "               their timings are launch overhead; confirm times every shape but the 'wide' ones,\n"
+      "               which are checked, never timed)\n");
   fmt::print("  float64     {}\n",
              backend == "cuda" ? "not compared here: bench/side_by_side.py --references compares every CUDA reference "
                                  "with float64 (PyTorch)"

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <kernelbrain/core/evaluator.hpp>
+#include <kernelbrain/evaluate/host.hpp>
 #include <kernelbrain/generate/llm/reply_parser.hpp>
 #include <kernelbrain/io/problem_loader.hpp>
 #include <kernelbrain/search.hpp>
@@ -91,6 +92,7 @@ int run_eval(eval_options const& o) {
   const auto cand = read_candidate(o, backend);
   auto ev = make_backend_evaluator(prob, backend);
   fmt::print("kernelbrain eval {} (backend {}): {}\n", prob.name, backend, o.candidate);
+  if (backend == "host") fmt::print("  sandbox          {}\n", host_sandbox_summary());
   std::fflush(stdout);
 
   baseline base = ev->measure_baseline(prob);

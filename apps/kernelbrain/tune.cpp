@@ -269,10 +269,8 @@ int run_tune(tune_options const& o) {
       for (auto const& je : read_journal(*o.journal).exchanges) resumed.push_back(je.x);
     model = make_model(o.model, resumed, model_text);
     if (backend == "host")
-      fmt::print(stderr,
-                 "\n*** WARNING: host candidates written by a model run natively on this machine, in worker processes\n"
-                 "*** whose only fences are a static source policy and resource limits: the host backend has no\n"
-                 "*** kernel-enforced sandbox yet. Run this only where a hostile program could do no harm.\n\n");
+      fmt::print(stderr, "host candidates written by the model run natively, each in a process of its own under {}\n",
+                 host_sandbox_summary());
   }
   any_policies pol = model ? builtin_strategies(model).make(o.strategy.name, prob, o.strategy.options)
                            : registry().make(o.strategy.name, prob, o.strategy.options);

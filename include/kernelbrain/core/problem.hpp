@@ -20,7 +20,7 @@ namespace kernelbrain {
 struct shape {
   std::string name;                          ///< e.g. "small", "4096x65536"
   std::map<std::string, std::int64_t> dims;  ///< shape symbols
-  std::string tier = "default";              ///< smoke / small / medium / large ...
+  std::string tier = "default";              ///< smoke / odd / wide / small / medium / large ...
   double weight = 1.0;                       ///< weight in the aggregate score
   double bytes = 0;                          ///< fewest bytes moved (each input read once, output written once)
   double flops = 0;                          ///< arithmetic operations
@@ -45,9 +45,23 @@ struct roofline {
   }
 };
 
+/// Shapes whose job is correctness, not a place in the score: tiers "smoke" and "odd" (small sizes,
+/// sizes off every block multiple) and "wide" (see is_timed_shape). The default gate checks them.
+[[nodiscard]] inline bool is_correctness_shape(shape const& s) {
+  return s.tier == "smoke" || s.tier == "odd" || s.tier == "wide";
+}
+
+/// False for tier "wide": a correctness-only shape wider than every benchmark shape (a longer row, a
+/// larger reduction), for kernels that size a buffer for the sizes they were timed at. The gate
+/// checks it; no rung times a candidate there and it counts in no score (the baseline still times
+/// the reference there, which `kernelbrain check` compares with the floor), so it can be kept cheap:
+/// few rows, long ones.
+[[nodiscard]] inline bool is_timed_shape(shape const& s) { return s.tier != "wide"; }
+
 /// An adversarial transform of an input's fresh random values, tried in extra correctness trials at
-/// the correctness shapes (tiers smoke and odd) so that numerics which hold only for gentle inputs
-/// fail the gate. Written "kind" or "kind:value" in problem.json.
+/// one correctness shape (the smallest of tier "odd", else the smallest correctness shape) so that
+/// numerics which hold only for gentle inputs fail the gate. Written "kind" or "kind:value" in
+/// problem.json; the transforms themselves: detail/input_cases.hpp.
 struct input_case {
   enum class kind : std::int32_t {
     scaled = 1,        ///< v * value (large magnitudes: exp overflows without max subtraction); default 64
@@ -71,8 +85,9 @@ struct tensor_spec {
   std::string size;                     ///< e.g. "R * C"
   std::string distribution = "normal";  ///< inputs: normal | uniform | positive (fresh values every trial)
   std::string dtype = "f32";            ///< element type: f32, or f16 (CUDA problems; raw 16-bit patterns)
-  /// Inputs: adversarial cases (CUDA backend; the host backend does not apply them yet). Loaded
-  /// problems get default_cases(distribution) unless problem.json lists its own ([] for none).
+  /// Inputs: adversarial cases (both backends; host_options and cuda_options::adversarial_inputs turn
+  /// them off). Loaded problems get default_cases(distribution) unless problem.json lists its own
+  /// ([] for none); problems built in code start with none.
   std::vector<input_case> adversarial = {};
 };
 
@@ -198,6 +213,8 @@ struct problem {
     if (shapes.empty()) throw error("problem '" + name + "': no shapes");
     for (auto const& s : shapes)
       if (!(s.weight > 0)) throw error("problem '" + name + "': shape '" + s.name + "' has weight <= 0");
+    if (std::none_of(shapes.begin(), shapes.end(), [](shape const& s) { return is_timed_shape(s); }))
+      throw error("problem '" + name + "': every shape is of tier 'wide', which is never timed: add a benchmark shape");
     if (!(tol.rtol >= 0) || !(tol.atol >= 0)) throw error("problem '" + name + "': negative tolerance");
     for (auto const& h : catalogue) {
       const std::string where = "problem '" + name + "', hint '" + h.name + "'";
@@ -217,21 +234,20 @@ struct problem {
   }
 };
 
-/// `p` narrowed to the benchmark shapes named in `keep` plus every correctness shape (tiers "smoke"
-/// and "odd"): a search that tunes for those sizes only, behind the same gate. Throws
+/// `p` narrowed to the benchmark shapes named in `keep` plus every correctness shape (tiers "smoke",
+/// "odd" and "wide"): a search that tunes for those sizes only, behind the same gate. Throws
 /// kernelbrain::error for a name that is not one of its benchmark shapes, listing them.
 [[nodiscard]] inline problem focused_on(problem p, std::vector<std::string> const& keep) {
-  auto is_check = [](shape const& s) { return s.tier == "smoke" || s.tier == "odd"; };
   std::string known;
   for (auto const& s : p.shapes)
-    if (!is_check(s)) known += (known.empty() ? "" : ", ") + s.name;
+    if (!is_correctness_shape(s)) known += (known.empty() ? "" : ", ") + s.name;
   for (auto const& k : keep) {
     auto it = std::find_if(p.shapes.begin(), p.shapes.end(), [&](shape const& s) { return s.name == k; });
-    if (it == p.shapes.end() || is_check(*it))
+    if (it == p.shapes.end() || is_correctness_shape(*it))
       throw error("problem '" + p.name + "': '" + k + "' is not one of its benchmark shapes (" + known + ")");
   }
   std::erase_if(p.shapes, [&](shape const& s) {
-    return !is_check(s) && std::find(keep.begin(), keep.end(), s.name) == keep.end();
+    return !is_correctness_shape(s) && std::find(keep.begin(), keep.end(), s.name) == keep.end();
   });
   return p;
 }

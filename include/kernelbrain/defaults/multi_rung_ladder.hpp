@@ -1,6 +1,7 @@
 // The default fidelity ladder: smoke, screen, confirm.
 #pragma once
 #include <algorithm>
+#include <cstddef>
 #include <span>
 #include <utility>
 #include <vector>
@@ -16,27 +17,31 @@ class multi_rung_ladder {
     if (rungs_.empty()) throw error("a fidelity ladder needs at least one rung");
   }
 
-  /// Correctness shapes C: tier "smoke" or "odd" *and* a weight below half the largest (their
-  /// timings are launch overhead that says nothing about the benchmark shapes, and the score barely
-  /// counts them; the gate checks them before any timing). The others are the benchmark shapes B.
-  /// With such shapes: smoke times the cheapest shape of B (by its roofline floor when the problem
-  /// gives costs, else the first), 3 samples; screen every shape of B, 10 samples. Without (every
-  /// shape weighs in the score): smoke the first shape, screen the first half of the shapes. confirm:
-  /// every shape, 30 samples, interleaved A/B with the incumbent, profiled.
+  /// Shapes of tier "wide" are never timed (see is_timed_shape): no rung names them, the gate checks
+  /// them. Of the timed shapes T, the correctness shapes C: tier "smoke" or "odd" *and* a weight
+  /// below half the largest (their timings are launch overhead that says nothing about the benchmark
+  /// shapes, and the score barely counts them; the gate checks them before any timing). The others
+  /// are the benchmark shapes B. With such shapes: smoke times the cheapest shape of B (by its
+  /// roofline floor when the problem gives costs, else the first), 3 samples; screen every shape of
+  /// B, 10 samples. Without (every timed shape weighs in the score): smoke the first shape of T,
+  /// screen the first half of T. confirm: every shape of T, 30 samples, interleaved A/B with the
+  /// incumbent, profiled.
   [[nodiscard]] static multi_rung_ladder standard(problem const& p) {
-    const std::size_t n = p.shapes.size();
     double heaviest = 0;
-    for (auto const& s : p.shapes) heaviest = std::max(heaviest, s.weight);
-    std::vector<std::size_t> all(n), bench;
-    for (std::size_t i = 0; i < n; ++i) {
-      all[i] = i;
+    for (auto const& s : p.shapes)
+      if (is_timed_shape(s)) heaviest = std::max(heaviest, s.weight);
+    std::vector<std::size_t> all, bench;
+    for (std::size_t i = 0; i < p.shapes.size(); ++i) {
       auto const& s = p.shapes[i];
+      if (!is_timed_shape(s)) continue;
+      all.push_back(i);
       const bool check_only = (s.tier == "smoke" || s.tier == "odd") && s.weight < 0.5 * heaviest;
       if (!check_only) bench.push_back(i);
     }
-    std::vector<std::size_t> smoke{0}, screen;
-    if (bench.size() == n || bench.empty()) {
-      for (std::size_t i = 0; i < (n + 1) / 2; ++i) screen.push_back(i);
+    if (all.empty()) throw error("problem '" + p.name + "': no shape to time (a shape of tier 'wide' is never timed)");
+    std::vector<std::size_t> smoke{all.front()}, screen;
+    if (bench.size() == all.size() || bench.empty()) {
+      screen.assign(all.begin(), all.begin() + static_cast<std::ptrdiff_t>((all.size() + 1) / 2));
     } else {
       smoke = {*std::min_element(bench.begin(), bench.end(), [&](std::size_t a, std::size_t b) {
         return p.machine.floor_seconds(p.shapes[a]) < p.machine.floor_seconds(p.shapes[b]);

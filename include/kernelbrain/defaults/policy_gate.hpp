@@ -16,11 +16,12 @@ class policy_gate {
   /// `shapes`: problem shape indices checked before any timing; `trials`: fresh-input runs per shape.
   explicit policy_gate(std::vector<std::size_t> shapes, int trials = 2) : shapes_(std::move(shapes)), trials_(trials) {}
 
-  /// Checks the first shape plus every shape whose tier is "odd" (non-multiple-of-block sizes).
+  /// Checks the first shape plus every shape whose tier is "odd" (non-multiple-of-block sizes) or
+  /// "wide" (wider than any benchmark shape, and never timed: the gate is the only place it is run).
   [[nodiscard]] static policy_gate for_problem(problem const& p, int trials = 2) {
     std::vector<std::size_t> s{0};
     for (std::size_t i = 1; i < p.shapes.size(); ++i)
-      if (p.shapes[i].tier == "odd") s.push_back(i);
+      if (p.shapes[i].tier == "odd" || p.shapes[i].tier == "wide") s.push_back(i);
     return policy_gate(std::move(s), trials);
   }
 

@@ -26,12 +26,9 @@ struct shape_tensors {
 
 struct shape_table {
   std::vector<shape_tensors> at;  ///< per problem shape
-  std::size_t sanitize = 0;       ///< the smallest correctness shape (tier "smoke" or "odd"), by bytes
+  std::size_t sanitize = 0;       ///< the smallest correctness shape (is_correctness_shape), by bytes
   std::size_t adversarial = 0;    ///< the smallest "odd" shape (else `sanitize`)
 };
-
-/// Shapes whose job is correctness, not timing.
-[[nodiscard]] inline bool correctness_tier(shape const& s) { return s.tier == "smoke" || s.tier == "odd"; }
 
 /// Every shape of `p`. Throws kernelbrain::error when a size does not evaluate.
 inline shape_table plan_shapes(problem const& p) {
@@ -60,7 +57,7 @@ inline shape_table plan_shapes(problem const& p) {
       bytes += st.outputs.back().count * (st.outputs.back().dtype ? 2 : 4);
     }
     t.at.push_back(std::move(st));
-    if (correctness_tier(sh) && bytes < smallest) {
+    if (is_correctness_shape(sh) && bytes < smallest) {
       smallest = bytes;
       t.sanitize = s;
     }

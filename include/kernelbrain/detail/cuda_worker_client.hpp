@@ -24,6 +24,7 @@
 #include "kernelbrain/core/verdict.hpp"
 #include "kernelbrain/detail/cuda_protocol.hpp"
 #include "kernelbrain/detail/cuda_shapes.hpp"
+#include "kernelbrain/detail/input_cases.hpp"
 #include "kernelbrain/detail/worker_process.hpp"
 #include "kernelbrain/detail/worker_verdict.hpp"
 
@@ -203,12 +204,11 @@ class cuda_worker_client {
   /// One trial per adversarial case of each input (the other inputs as drawn).
   [[nodiscard]] std::vector<std::vector<cuda_protocol::input_case>> adversarial_cases() const {
     std::vector<std::vector<cuda_protocol::input_case>> out;
-    for (std::size_t k = 0; k < prob_.inputs.size(); ++k)
-      for (auto const& c : prob_.inputs[k].adversarial) {
-        std::vector<cuda_protocol::input_case> v(prob_.inputs.size());
-        v[k] = {static_cast<std::int32_t>(c.what), c.value};
-        out.push_back(std::move(v));
-      }
+    for (auto const& t : adversarial_trials(prob_)) {
+      std::vector<cuda_protocol::input_case> v(prob_.inputs.size());
+      v[t.input] = {static_cast<std::int32_t>(t.what.what), t.what.value};
+      out.push_back(std::move(v));
+    }
     return out;
   }
 

@@ -23,7 +23,7 @@ namespace kernelbrain::detail::host {
 inline constexpr std::uint32_t nan_poison = 0x7fc0deadU;   ///< a quiet NaN whose payload arithmetic never produces
 inline constexpr std::uint32_t big_poison = 0x7f7fdeadU;   ///< a huge finite value (about 3.4e38)
 inline constexpr std::uint32_t canary_bits = 0x7fc0ca11U;  ///< fills the gaps between buffers
-inline constexpr std::size_t gap_bytes = 64;               ///< at least this much canary around every buffer
+inline constexpr std::size_t gap_bytes = host_protocol::guard_bytes;  ///< at least this much canary around every buffer
 
 struct slot {
   std::size_t offset = 0, count = 0;

@@ -11,6 +11,10 @@ namespace kernelbrain::detail::host_protocol {
 
 inline constexpr char const* role = "host";
 
+/// Canary bytes around every buffer in the arena (host_arena.hpp); the worker copies them to and
+/// from a candidate's executor along with the buffer, so that a write just past an end is seen.
+inline constexpr std::uint64_t guard_bytes = 64;
+
 enum class request : std::uint32_t {
   load = wire::first_backend_type,  ///< dlopen a module and find kb_kernel
   run,                              ///< one call on buffers the parent prepared
@@ -26,6 +30,11 @@ enum class status : std::uint32_t {
   stray_threads,  ///< threads still running after kb_kernel returned
   unwritten,      ///< a timed call left poison in an output (`index` names which)
   bad_request,    ///< the request made no sense (a parent bug)
+  forbidden_call,   ///< the candidate made a system call the sandbox does not allow (`message` names it)
+  crashed,          ///< the candidate's executor died (a signal, or an exit in the middle of a call)
+  timed_out,        ///< a call ran past run_timeout; the executor was killed
+  timing_mismatch,  ///< the kernel's CPU accounting contradicts the end of a call: forged timing
+  sandbox_failed,   ///< the executor could not be started or confined (not the candidate's fault)
 };
 
 /// A float32 buffer in the arena: byte offset and element count.
@@ -38,6 +47,7 @@ struct run_request {
   std::string module;                  ///< artifact path
   std::uint64_t arena_bytes = 0;       ///< the arena is at least this large
   std::uint64_t memory_allowance = 0;  ///< address space the candidate may add (0: no limit)
+  double call_timeout = 10;            ///< seconds one call (or the module's load) may take
   std::vector<tensor_ref> inputs, outputs;
   std::vector<std::int64_t> dims;
 };
@@ -78,7 +88,7 @@ inline std::vector<tensor_ref> get_refs(wire_reader& r) {
   return v;
 }
 inline void put_run(wire_writer& w, run_request const& q) {
-  w.str(q.module).put(q.arena_bytes).put(q.memory_allowance);
+  w.str(q.module).put(q.arena_bytes).put(q.memory_allowance).put(q.call_timeout);
   put_refs(w, q.inputs);
   put_refs(w, q.outputs);
   w.vec(q.dims);
@@ -88,6 +98,8 @@ inline run_request get_run(wire_reader& r) {
   q.module = r.str();
   q.arena_bytes = r.get<std::uint64_t>();
   q.memory_allowance = r.get<std::uint64_t>();
+  q.call_timeout = r.get<double>();
+  if (!(q.call_timeout > 0) || q.call_timeout > 86400) throw wire_error("host request: call_timeout out of range");
   q.inputs = get_refs(r);
   q.outputs = get_refs(r);
   q.dims = r.vec<std::int64_t>();

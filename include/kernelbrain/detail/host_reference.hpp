@@ -1,5 +1,6 @@
 // host_reference: the trusted reference of the host backend, in a worker of its own. It draws the
-// inputs of each (shape, seed), runs the reference on them and keeps the expected outputs (for one
+// inputs of each (shape, seed) and, for an adversarial trial, transforms one input by its case
+// (detail/input_cases.hpp), runs the reference on them and keeps the expected outputs (for one
 // measurement: forget() between them), and times the reference for the baseline. The reference is
 // trusted code: whatever goes wrong with it is a reference_failure or an error, never a verdict on
 // a candidate. Where: kernelbrain/detail/, named after what it defines (reference_oracle), because
@@ -13,6 +14,7 @@
 #include <map>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 #include "kernelbrain/core/error.hpp"
@@ -24,6 +26,7 @@
 #include "kernelbrain/detail/host_output_check.hpp"
 #include "kernelbrain/detail/host_shapes.hpp"
 #include "kernelbrain/detail/host_worker.hpp"
+#include "kernelbrain/detail/input_cases.hpp"
 
 namespace kernelbrain::detail::host {
 
@@ -33,8 +36,10 @@ struct reference_failure : std::runtime_error {
 };
 
 /// Fresh input values for shape `s` of `p`, drawn from `seed` (each input from its own stream, with
-/// its declared distribution).
-inline std::vector<std::vector<float>> draw_inputs(problem const& p, shape_plan const& s, std::uint64_t seed) {
+/// its declared distribution); with `adversarial`, its input's values transformed by its case (the
+/// elements that spikes and signed zeros pick come from a stream of their own).
+inline std::vector<std::vector<float>> draw_inputs(problem const& p, shape_plan const& s, std::uint64_t seed,
+                                                   adversarial_trial const* adversarial = nullptr) {
   std::vector<std::vector<float>> inputs;
   for (std::size_t k = 0; k < p.inputs.size(); ++k) {
     auto const& t = p.inputs[k];
@@ -46,6 +51,12 @@ inline std::vector<std::vector<float>> draw_inputs(problem const& p, shape_plan 
       for (auto& x : v) x = static_cast<float>(0.5 + 1.5 * r.uniform());
     else
       for (auto& x : v) x = static_cast<float>(r.normal());
+    if (adversarial && adversarial->input == k) {
+      rng g(derive_seed(seed, "input-case", k));
+      const auto kind = static_cast<int>(adversarial->what.what);
+      const auto a = static_cast<float>(adversarial->what.value);
+      for (auto& x : v) x = kb_input_case(kind, a, x, g());
+    }
     inputs.push_back(std::move(v));
   }
   return inputs;
@@ -69,23 +80,28 @@ class reference_oracle {
       throw error("problem '" + prob_.name + "': reference_source cannot be used: " + v.detail);
   }
 
-  /// Inputs drawn from `seed` at shape `s` and the reference's outputs for them, computed once until
-  /// forget(). Throws reference_failure when the reference fails or leaves an output non-finite.
-  reference_case const& at(std::size_t s, std::uint64_t seed) {
-    const auto key = std::make_pair(s, seed);
+  /// Inputs drawn from `seed` at shape `s` (with `adversarial`, transformed by its case) and the
+  /// reference's outputs for them, computed once until forget(). Throws reference_failure when the
+  /// reference fails or leaves an output non-finite.
+  reference_case const& at(std::size_t s, std::uint64_t seed, adversarial_trial const* adversarial = nullptr) {
+    // The case is part of the key: the expected outputs are always the reference's on these very inputs.
+    const auto key = adversarial ? case_key{s, seed, adversarial->input, static_cast<int>(adversarial->what.what),
+                                            adversarial->what.value}
+                                 : case_key{s, seed, 0, 0, 0.0};
     if (auto it = cache_.find(key); it != cache_.end()) return it->second;
     auto const& sp = shapes_[s];
+    const std::string where = sp.label + (adversarial ? " (" + trial_text(prob_, *adversarial) + ")" : "");
     reference_case rc;
-    rc.inputs = draw_inputs(prob_, sp, seed);
+    rc.inputs = draw_inputs(prob_, sp, seed, adversarial);
     stage_arena(worker_.arena(), sp.layout, rc.inputs, nan_poison);
-    if (auto v = worker_.run(run_request_for(sp, artifact_, 0), "the reference at shape " + sp.label); !v)
+    if (auto v = worker_.run(run_request_for(sp, artifact_, 0), "the reference at shape " + where); !v)
       throw reference_failure(v.detail + " (the reference is trusted code: fix problem.reference_source)");
     for (std::size_t k = 0; k < sp.layout.outputs.size(); ++k) {
       auto const& o = sp.layout.outputs[k];
       float const* out = worker_.arena().at<float>(o.offset);
       for (std::size_t i = 0; i < o.count; ++i)
         if (!std::isfinite(out[i]))
-          throw reference_failure("the reference left output '" + prob_.outputs[k].name + "' at shape " + sp.label +
+          throw reference_failure("the reference left output '" + prob_.outputs[k].name + "' at shape " + where +
                                   (bits_of(out[i]) == nan_poison ? " unwritten" : " non-finite") + " at index " +
                                   std::to_string(i) + ": fix problem.reference_source");
       rc.outputs.emplace_back(out, out + o.count);
@@ -124,7 +140,9 @@ class reference_oracle {
   std::vector<shape_plan> const& shapes_;
   host_worker worker_;  ///< trusted: its time is charged to nobody
   std::string artifact_;
-  std::map<std::pair<std::size_t, std::uint64_t>, reference_case> cache_;
+  /// (shape, seed, adversarial input, kind, value); kind 0: as drawn.
+  using case_key = std::tuple<std::size_t, std::uint64_t, std::size_t, int, double>;
+  std::map<case_key, reference_case> cache_;
 };
 
 }  // namespace kernelbrain::detail::host

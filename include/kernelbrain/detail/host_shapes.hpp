@@ -88,6 +88,23 @@ inline std::vector<shape_plan> plan_shapes(problem const& p) {
   return plans;
 }
 
+/// The shape of `p` (planned as `plans`) where the adversarial trials run, as the CUDA backend picks
+/// it: the smallest "odd" shape by tensor size, else the smallest correctness shape, else the first.
+[[nodiscard]] inline std::size_t adversarial_shape(problem const& p, std::vector<shape_plan> const& plans) {
+  auto elements = [&](std::size_t s) {  // every tensor is float32: elements order shapes as bytes do
+    std::size_t n = 0;
+    for (auto c : plans[s].in_counts) n += c;
+    for (auto c : plans[s].out_counts) n += c;
+    return n;
+  };
+  std::optional<std::size_t> odd, check;
+  for (std::size_t s = 0; s < plans.size() && s < p.shapes.size(); ++s) {
+    if (p.shapes[s].tier == "odd" && (!odd || elements(s) < elements(*odd))) odd = s;
+    if (is_correctness_shape(p.shapes[s]) && (!check || elements(s) < elements(*check))) check = s;
+  }
+  return odd ? *odd : check ? *check : 0;
+}
+
 /// The worker's request to run `module` once on shape `s`'s buffers; `memory_allowance`: the address
 /// space it may add (0 for the trusted reference: no limit).
 inline host_protocol::run_request run_request_for(shape_plan const& s, std::string const& module,

@@ -1,6 +1,8 @@
 // host_trials: the host backend's correctness trials. Each trial draws fresh inputs, runs the
 // candidate twice on them (outputs poisoned with NaN, then with a huge finite value), checks each
-// run completely against the reference (host_output_check) and requires the two runs to agree.
+// run completely against the reference (host_output_check) and requires the two runs to agree. At
+// one shape (adversarial_shape) the plain trials are followed by one trial per adversarial case of
+// each input (host_options::adversarial_inputs), as the CUDA backend does.
 // Where: kernelbrain/detail/, named after what it runs (correctness_trials), because it is an
 // internal part of one backend, not the body of a public header (those are evaluate/impl/*.ipp);
 // its bodies are inline here, and only evaluate/impl/host.ipp includes it, so a separately compiled
@@ -21,6 +23,7 @@
 #include "kernelbrain/detail/host_reference.hpp"
 #include "kernelbrain/detail/host_shapes.hpp"
 #include "kernelbrain/detail/host_worker.hpp"
+#include "kernelbrain/detail/input_cases.hpp"
 #include "kernelbrain/evaluate/host.hpp"
 
 namespace kernelbrain::detail::host {
@@ -37,8 +40,10 @@ class correctness_trials {
     return derive_seed(seed, "host-trial", (static_cast<std::uint64_t>(s) << 32) | static_cast<std::uint32_t>(t));
   }
 
-  /// `trials` trials of `artifact` at each of `shapes`; the first failure is the verdict. Throws
-  /// kernelbrain::error for a shape index out of range, reference_failure when the reference fails.
+  /// `trials` trials of `artifact` at each of `shapes`, and at the adversarial shape, when it is one
+  /// of them, one trial per adversarial case of each input (unless host_options::adversarial_inputs
+  /// is off); the first failure is the verdict. Throws kernelbrain::error for a shape index out of
+  /// range, reference_failure when the reference fails.
   verdict run(std::string const& artifact, std::span<std::size_t const> shapes, int trials, std::uint64_t seed) {
     for (auto s : shapes) {
       if (s >= shapes_.size())
@@ -49,16 +54,24 @@ class correctness_trials {
                            "trial " + std::to_string(t + 1) + " of " + std::to_string(trials));
             !v)
           return v;
+      if (!opt_.adversarial_inputs || s != adversarial_shape(prob_, shapes_)) continue;
+      const auto cases = adversarial_trials(prob_);
+      for (std::size_t i = 0; i < cases.size(); ++i)
+        if (auto v = trial(artifact, s, seed_of(seed, s, trials + static_cast<int>(i)), trial_text(prob_, cases[i]),
+                           &cases[i]);
+            !v)
+          return v;
     }
     return verdict::pass();
   }
 
  private:
   /// One fresh-input trial: two runs (NaN poison, then a huge sentinel), each fully checked, and the
-  /// two must agree.
-  verdict trial(std::string const& artifact, std::size_t s, std::uint64_t seed, std::string const& label) {
+  /// two must agree. `adversarial`: one input transformed by its case.
+  verdict trial(std::string const& artifact, std::size_t s, std::uint64_t seed, std::string const& label,
+                adversarial_trial const* adversarial = nullptr) {
     auto const& sp = shapes_[s];
-    auto const& rc = ref_.at(s, seed);
+    auto const& rc = ref_.at(s, seed, adversarial);
     auto& arena = cand_.arena();
     cand_.admit({&artifact}, opt_.modules_per_worker);
     stage_arena(arena, sp.layout, rc.inputs, nan_poison);

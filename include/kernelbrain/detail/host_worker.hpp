@@ -60,6 +60,16 @@ inline verdict judge_reply(problem const& p, host_protocol::reply const& rep, st
       return verdict::reject(stage::correctness,
                              "output not written on a timed run: " + name + " " + context + ": " + rep.message);
     }
+    case hp::status::forbidden_call:
+      return verdict::reject(stage::policy, what + ": " + rep.message);
+    case hp::status::crashed:
+      return verdict::reject(stage::crash, what + ": the candidate " + rep.message);
+    case hp::status::timed_out:
+      return verdict::reject(stage::timeout, what + ": " + rep.message);
+    case hp::status::timing_mismatch:
+      return verdict::reject(stage::impossible, what + ": timing mismatch: " + rep.message);
+    case hp::status::sandbox_failed:
+      return verdict::reject(stage::infrastructure, what + ": the host sandbox failed: " + rep.message);
     case hp::status::bad_request:
       break;
   }
@@ -77,11 +87,13 @@ class host_worker {
     host_protocol::run_request q;
     q.module = module;
     q.memory_allowance = memory_allowance;
+    q.call_timeout = limits_.run_timeout;
     return ask(host_protocol::request::load, host_protocol::encode(q), limits_.limit(0), what, nullptr);
   }
 
   /// One call of `q.module` on the buffers staged in the arena.
-  verdict run(host_protocol::run_request const& q, std::string const& what) {
+  verdict run(host_protocol::run_request q, std::string const& what) {
+    q.call_timeout = limits_.run_timeout;
     return ask(host_protocol::request::run, host_protocol::encode(q), limits_.limit(q.arena_bytes), what, nullptr);
   }
 
@@ -92,8 +104,9 @@ class host_worker {
   };
 
   /// Warm-up and timed calls. `after_send`: the test hook.
-  verdict time(host_protocol::time_request const& q, std::string const& what, timed& out,
+  verdict time(host_protocol::time_request q, std::string const& what, timed& out,
                std::function<void(int pid)> const& after_send = {}) {
+    q.a.call_timeout = limits_.run_timeout;
     return ask(host_protocol::request::time, host_protocol::encode(q),
                limits_.limit(q.a.arena_bytes, q.module_b.empty() ? 1 : 2), what, &out.reply, after_send,
                &out.wall_seconds);

@@ -34,7 +34,7 @@ namespace kernelbrain::detail {
 
 /// Message types below `first_backend_type` belong to the protocol itself.
 namespace wire {
-inline constexpr std::uint32_t version = 1;
+inline constexpr std::uint32_t version = 2;
 inline constexpr std::uint32_t hello = 1;     ///< worker -> parent once at start: version, role
 inline constexpr std::uint32_t progress = 2;  ///< worker -> parent while busy: resets the watchdog
 inline constexpr std::uint32_t first_backend_type = 16;

@@ -43,6 +43,10 @@ struct host_options {
   int baseline_samples = 15;  ///< timed reference runs per shape in measure_baseline
   int baseline_warmup = 2;
   bool bitwise_repeat = true;  ///< the two correctness runs must agree bit for bit (false: within the tolerance)
+  /// Extra correctness trials with each input's adversarial cases (problem.json `adversarial`) at one
+  /// correctness shape, whenever it is checked: the smallest of tier "odd" (else the smallest of the
+  /// correctness tiers). As cuda_options::adversarial_inputs.
+  bool adversarial_inputs = true;
   std::size_t modules_per_worker = 64;  ///< a fresh worker after this many loaded candidates (bounds its memory)
   host_source_policy policy;            ///< the static source policy inspect() applies
   /// Test hook: called with the candidate worker's pid right after a timing request was sent.
@@ -88,6 +92,11 @@ class host_evaluator final : public evaluator {
 /// The worker executable: `explicit_path`, else $KERNELBRAIN_HOST_WORKER, else kernelbrain-host-worker
 /// next to this program, else the one this build produced. Throws kernelbrain::error listing where it looked.
 [[nodiscard]] KERNELBRAIN_DECL std::string find_host_worker(std::string const& explicit_path = {});
+
+/// What confines host candidates on this machine: "seccomp-bpf + Landlock ABI N", or seccomp-bpf
+/// alone with what that leaves open (Landlock missing: a module's static initialisers may read the
+/// user's files while it loads). Every candidate runs under it; there is no unsandboxed mode.
+[[nodiscard]] KERNELBRAIN_DECL std::string host_sandbox_summary();
 
 }  // namespace kernelbrain
 

@@ -12,9 +12,9 @@
 namespace kernelbrain {
 
 /// The shape tiers a problem file may use. A closed list on purpose: policies select shapes by tier
-/// (the default gate checks every "odd" shape), so a misspelt tier must be an error, not a shape
-/// that silently escapes a check.
-inline constexpr std::array<std::string_view, 5> problem_tiers = {"smoke", "odd", "small", "medium", "large"};
+/// (the default gate checks every "odd" and "wide" shape; "wide" ones are never timed), so a misspelt
+/// tier must be an error, not a shape that silently escapes a check.
+inline constexpr std::array<std::string_view, 6> problem_tiers = {"smoke", "odd", "wide", "small", "medium", "large"};
 
 /// The backends a problem file may name: C++ on the host CPU now, CUDA later.
 inline constexpr std::array<std::string_view, 2> problem_backends = {"host", "cuda"};

@@ -3,7 +3,11 @@
 // parts that do each of those live in kernelbrain/detail/host_*.hpp, and the state here wires them.
 // Included by evaluate/host.hpp (header-only form) or by kernelbrain/src.hpp: see kernelbrain/config.hpp.
 #pragma once
+#include <sys/syscall.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include <algorithm>
 #include <cstdint>
@@ -85,6 +89,15 @@ std::string find_host_worker(std::string const& explicit_path) {
       explicit_path);
 }
 
+std::string host_sandbox_summary() {
+  // The same question the executor asks before it confines itself (src/host_sandbox.hpp); an
+  // executor that cannot apply an available Landlock fails instead of running with less.
+  const long abi = ::syscall(444 /* landlock_create_ruleset */, nullptr, 0, 1U /* version */);
+  if (abi >= 1) return "seccomp-bpf + Landlock ABI " + std::to_string(abi);
+  return std::string("seccomp-bpf only: Landlock is not available here (") + std::strerror(errno) +
+         "), so a module's static initialisers may read files this user can read while it loads";
+}
+
 /// The parts of the host backend (kernelbrain/detail/host_*.hpp), wired together. Declaration order
 /// is construction order: each part is built after what it refers to.
 struct host_evaluator::state {
@@ -128,7 +141,8 @@ host_evaluator::host_evaluator(problem const& p, host_options o) {
   s.shapes = detail::host::plan_shapes(s.prob);
   s.ref.load(s.builds.compile(s.prob.reference_source));
   s.fingerprint = "host/v1; compiler: " + s.builds.compiler().version() +
-                  "; flags: " + s.builds.compiler().flags_text() + "; cpu: " + detail::host::cpu_model();
+                  "; flags: " + s.builds.compiler().flags_text() + "; cpu: " + detail::host::cpu_model() +
+                  "; gate: adversarial " + (s.opt.adversarial_inputs ? "on" : "off");
 }
 
 host_evaluator::~host_evaluator() = default;

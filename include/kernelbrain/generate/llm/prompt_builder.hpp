@@ -7,6 +7,7 @@
 // for byte (no dates, no wall-clock times), which recorded answers and resumed exchanges rely on.
 // The templates, their fields and how to edit them: docs/llm-prompts.md.
 #pragma once
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstddef>
@@ -261,8 +262,12 @@ class prompt_builder {
       s += "\n";
     }
     s += "- tolerance: |out - ref| <= " + num(p.tol.atol) + " + " + num(p.tol.rtol) + " * max|ref|\n\n";
+    const bool wide =
+        std::any_of(p.shapes.begin(), p.shapes.end(), [](shape const& sh) { return !is_timed_shape(sh); });
     s += "Shapes (correctness is checked at every one; the time is a weighted geometric mean over the benchmark "
-         "tiers; floor = the roofline lower bound on the target machine):\n\n"
+         "tiers; " +
+         std::string(wide ? "tier wide is checked, never timed: size no buffer for the timed shapes only; " : "") +
+         "floor = the roofline lower bound on the target machine):\n\n"
          "| shape | dims | tier | weight | floor (us) |\n|---|---|---|---|---|\n";
     for (std::size_t i = 0; i < p.shapes.size(); ++i) {
       auto const& sh = p.shapes[i];

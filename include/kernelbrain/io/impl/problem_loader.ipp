@@ -252,11 +252,14 @@ inline std::vector<shape> shapes(reader const& r, json::object const& top, std::
       r.fail(member(at, "tier"), "unknown tier '" + s.tier + "' (known: " + joined(names) + ")");
     }
     if (auto const* w = reader::optional(o, "weight")) {
+      if (!is_timed_shape(s)) r.fail(member(at, "weight"), "a 'wide' shape is never timed: it has no weight");
       s.weight = r.number(*w, member(at, "weight"));
       if (!(s.weight > 0) || !std::isfinite(s.weight)) r.fail(member(at, "weight"), "must be a finite number > 0");
     }
     out.push_back(std::move(s));
   }
+  if (std::none_of(out.begin(), out.end(), [](shape const& s) { return is_timed_shape(s); }))
+    r.fail("shapes", "every shape is of tier 'wide', which is never timed: add a benchmark shape");
   return out;
 }
 

@@ -1,0 +1,785 @@
+// host_executor: one candidate module in a process of its own, for kernelbrain-host-worker only.
+//
+// The worker that answers the evaluator never runs candidate code. For each module it starts an
+// executor (this program again, in its --executor mode): a fresh process that confines itself
+// (host_sandbox.hpp), loads the module and then calls kb_kernel each time the worker says "go".
+// Everything that decides a verdict or a time is done by the worker, from outside:
+//   - the clock: a call runs from the worker's "go" until the executor is idle again, that is, it
+//     has said "done", every thread the candidate started has ended, and its main thread is asleep
+//     waiting for the next "go" (/proc/<pid>/stat);
+//   - the cross-check: the kernel's count of the executor's CPU time (its process CPU clock, and
+//     its main thread's schedstat). CPU spent between calls, or by the main thread after it said
+//     "done", means the candidate's "done" came before its work ended: a timing mismatch;
+//   - the inputs and outputs: the executor has a private copy (its own memory file), staged and
+//     poisoned by the worker; it never sees the evaluator's arena, the reference, or another module.
+// One executor per module, so nothing one candidate does (timers, signal handlers, limits, leaks)
+// reaches the next; after any failure the executor is killed and a later request starts a new one.
+#pragma once
+#include <cxxabi.h>
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <filesystem>
+#include <functional>
+#include <new>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <typeinfo>
+#include <vector>
+#include "host_sandbox.hpp"
+#include "kernelbrain/evaluate/host_abi.h"
+
+namespace kernelbrain::host_exec {
+
+// ---- what the worker and an executor share ------------------------------------------------------------
+
+inline constexpr int memory_fd = 3;  ///< the executor's memory file: the control block, then its data
+inline constexpr int go_fd = 4;      ///< the worker writes one byte per command
+inline constexpr int done_fd = 5;    ///< the executor writes one byte per finished command
+inline constexpr std::size_t control_bytes = 8192;
+inline constexpr std::size_t max_tensors = 64, max_dims = 32;
+inline constexpr int forbidden_exit = 70;  ///< the exit status after a trapped system call
+
+enum class command : std::uint32_t {
+  load = 1,
+  call,   ///< kb_kernel once, timed by the executor's clock and checked by the worker
+  idle,   ///< nothing: a round trip
+  remap,  ///< the data area changed size
+};
+
+enum class outcome : std::uint32_t {
+  ok,
+  threw,           ///< kb_kernel threw (message: the exception)
+  bad_alloc,       ///< std::bad_alloc escaped kb_kernel or the module does not fit the memory limit
+  load_failed,     ///< dlopen refused the module
+  missing_entry,   ///< no extern "C" kb_kernel
+  forbidden,       ///< a system call the sandbox does not allow (syscall_nr)
+  bad_command,     ///< the worker asked for something malformed (a worker bug)
+  sandbox_failed,  ///< the sandbox could not be installed
+};
+
+/// The control block at the start of the memory file. The executor can write all of it, so the
+/// worker reads it defensively (bounded message, counts checked).
+/// The tensors and dims of a call, as offsets into the executor's data area.
+struct call_spec {
+  std::uint32_t n_inputs = 0, n_outputs = 0, n_dims = 0;
+  std::uint64_t inputs[max_tensors] = {}, outputs[max_tensors] = {};
+  std::int64_t dims[max_dims] = {};
+};
+
+struct control {
+  // The worker's command.
+  std::uint32_t seq = 0;
+  command cmd = command::idle;
+  std::uint64_t data_bytes = 0;  ///< remap: the data area's new size
+  call_spec spec;
+  // The executor's answer.
+  outcome result = outcome::ok;
+  std::int32_t syscall_nr = -1;
+  std::int32_t landlock_abi = 0;  ///< the ABI it confined itself with (0: none)
+  /// call: CLOCK_MONOTONIC (ns) just before and just after kb_kernel, as the executor read them.
+  /// The worker checks them against what it saw from outside before it believes them.
+  std::int64_t call_start_ns = 0, call_end_ns = 0;
+  char message[2048] = {};
+};
+static_assert(sizeof(control) <= control_bytes);
+
+// ---- the executor (--executor mode) -------------------------------------------------------------------
+
+/// CLOCK_MONOTONIC in nanoseconds: the clock std::chrono::steady_clock reads, in both processes.
+inline std::int64_t monotonic_ns() noexcept {
+  timespec ts{};
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<std::int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+namespace impl {
+inline control* ctl = nullptr;
+
+/// SIGSYS from the filter: say which call, and end. Async-signal-safe: stores and raw system calls.
+inline void on_forbidden(int, siginfo_t* info, void*) {
+  if (ctl) {
+    ctl->syscall_nr = info->si_syscall;
+    ctl->result = outcome::forbidden;
+  }
+  ::syscall(SYS_exit_group, forbidden_exit);
+}
+
+inline void say(outcome r, std::string_view text) {
+  ctl->result = r;
+  const std::size_t n = std::min(text.size(), sizeof ctl->message - 1);
+  std::memcpy(ctl->message, text.data(), n);
+  ctl->message[n] = 0;
+}
+
+inline void done() {
+  const char b = 'd';
+  if (::write(done_fd, &b, 1) != 1) ::syscall(SYS_exit_group, 0);
+}
+
+inline bool wait_go() {
+  char b = 0;
+  for (;;) {
+    const ssize_t n = ::read(go_fd, &b, 1);
+    if (n == 1) return true;
+    if (n == 0 || errno != EINTR) return false;
+  }
+}
+
+inline kb_kernel_fn load(char const* module) {
+  void* h = ::dlopen(module, RTLD_NOW | RTLD_LOCAL);
+  if (!h) {
+    char const* e = ::dlerror();
+    const std::string why = e ? e : "unknown error";
+    if (why.find("Cannot allocate memory") != std::string::npos || why.find("failed to map") != std::string::npos ||
+        why.find("cannot map zero-fill") != std::string::npos)
+      say(outcome::bad_alloc, "the candidate's static data does not fit the worker's memory limit: " + why);
+    else
+      say(outcome::load_failed, "cannot load the compiled candidate: " + why);
+    return nullptr;
+  }
+  auto fn = reinterpret_cast<kb_kernel_fn>(::dlsym(h, "kb_kernel"));
+  if (!fn)
+    say(outcome::missing_entry,
+        ::dlsym(h, "_Z9kb_kernelPK7kb_args")
+            ? "kb_kernel is defined without extern \"C\": declare it extern \"C\" void kb_kernel(const kb_args*)"
+            : "no function kb_kernel: a candidate must define extern \"C\" void kb_kernel(const kb_args* args)");
+  return fn;
+}
+
+inline void call(kb_kernel_fn fn, std::byte* data, std::uint64_t data_bytes) {
+  call_spec const c = ctl->spec;  // one read: the candidate may scribble on the block while it runs
+  if (c.n_inputs > max_tensors || c.n_outputs > max_tensors || c.n_dims > max_dims)
+    return say(outcome::bad_command, "too many tensors or dims");
+  float const* in[max_tensors];
+  float* out[max_tensors];
+  for (std::uint32_t i = 0; i < c.n_inputs; ++i) {
+    if (c.inputs[i] >= data_bytes) return say(outcome::bad_command, "input outside the data area");
+    in[i] = reinterpret_cast<float const*>(data + c.inputs[i]);
+  }
+  for (std::uint32_t i = 0; i < c.n_outputs; ++i) {
+    if (c.outputs[i] >= data_bytes) return say(outcome::bad_command, "output outside the data area");
+    out[i] = reinterpret_cast<float*>(data + c.outputs[i]);
+  }
+  long long dims[max_dims];
+  for (std::uint32_t i = 0; i < c.n_dims; ++i) dims[i] = c.dims[i];
+  kb_args a{in, out, dims, static_cast<int>(c.n_inputs), static_cast<int>(c.n_outputs), static_cast<int>(c.n_dims)};
+  try {
+    const std::int64_t t0 = monotonic_ns();
+    fn(&a);
+    const std::int64_t t1 = monotonic_ns();
+    ctl->call_start_ns = t0;
+    ctl->call_end_ns = t1;
+    ctl->result = outcome::ok;
+  } catch (std::bad_alloc const&) {
+    say(outcome::bad_alloc, "kb_kernel threw std::bad_alloc: it allocated more than the worker's memory limit");
+  } catch (std::exception const& e) {
+    int st = 0;
+    char* d = abi::__cxa_demangle(typeid(e).name(), nullptr, nullptr, &st);
+    say(outcome::threw, std::string("kb_kernel threw ") + (st == 0 && d ? d : typeid(e).name()) + ": " + e.what());
+    std::free(d);
+  } catch (...) {
+    say(outcome::threw, "kb_kernel threw an exception that is not a std::exception");
+  }
+}
+}  // namespace impl
+
+/// The executor's main: argv = [program, "--executor", parent pid, module, readable paths...].
+inline int executor_main(int argc, char** argv) {
+  if (argc < 4) return 2;
+  // Die with the worker (it forked us from the thread that lives as long as it does).
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (::getppid() != std::atoi(argv[2])) return 3;
+  void* m = ::mmap(nullptr, control_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, memory_fd, 0);
+  if (m == MAP_FAILED) return 4;
+  impl::ctl = static_cast<control*>(m);
+  auto* ctl = impl::ctl;
+  struct sigaction sa {};
+  sa.sa_sigaction = &impl::on_forbidden;
+  sa.sa_flags = SA_SIGINFO;
+  ::sigaction(SIGSYS, &sa, nullptr);
+
+  // glibc sets up its thread machinery (signal handlers among it) when the first thread starts:
+  // here, before the filters, rather than in the candidate's first std::thread.
+  std::thread([] {}).join();
+
+  // Confine file access, then install the load filter; say we are ready for the load command (the
+  // worker sets our memory limit first: the module's static data counts against it).
+  std::vector<std::string> readable(argv + 4, argv + argc);
+  const int abi = host_sandbox::landlock::abi();
+  const std::string confined = host_sandbox::confine_files(readable, abi);
+  ctl->landlock_abi = confined.empty() ? abi : 0;
+  if (!confined.empty()) {
+    impl::say(abi >= 1 ? outcome::sandbox_failed : outcome::ok, confined);  // available but refused: no downgrade
+    if (abi >= 1) {
+      impl::done();
+      return 5;
+    }
+  }
+  const pid_t self = ::getpid();
+  if (const int e = host_sandbox::rules(go_fd, done_fd, self, true).install(); e != 0) {
+    impl::say(outcome::sandbox_failed, std::string("cannot install the seccomp filter: ") + std::strerror(e));
+    impl::done();
+    return 5;
+  }
+  impl::done();
+  if (!impl::wait_go() || ctl->cmd != command::load) return 0;
+  ctl->message[0] = 0;
+  const kb_kernel_fn fn = impl::load(argv[3]);
+  if (!fn) {
+    impl::done();
+    return 0;
+  }
+  if (const int e = host_sandbox::rules(go_fd, done_fd, self, false).install(); e != 0) {
+    impl::say(outcome::sandbox_failed, std::string("cannot install the seccomp filter: ") + std::strerror(e));
+    impl::done();
+    return 5;
+  }
+  ctl->result = outcome::ok;
+  impl::done();
+
+  std::byte* data = nullptr;
+  std::uint64_t data_bytes = 0;
+  while (impl::wait_go()) {
+    switch (ctl->cmd) {
+      case command::idle:
+        break;
+      case command::remap: {
+        const std::uint64_t want = ctl->data_bytes;
+        if (data) ::munmap(data, data_bytes);
+        data = nullptr;
+        data_bytes = 0;
+        void* p = ::mmap(nullptr, want, PROT_READ | PROT_WRITE, MAP_SHARED, memory_fd, control_bytes);
+        if (p == MAP_FAILED) {
+          impl::say(outcome::bad_alloc, "cannot map the data area: " + std::string(std::strerror(errno)));
+          break;
+        }
+        data = static_cast<std::byte*>(p);
+        data_bytes = want;
+        ctl->result = outcome::ok;
+        break;
+      }
+      case command::call:
+        if (!data)
+          impl::say(outcome::bad_command, "call before the data area was mapped");
+        else
+          impl::call(fn, data, data_bytes);
+        break;
+      default:
+        impl::say(outcome::bad_command, "unknown command");
+        break;
+    }
+    impl::done();
+  }
+  return 0;
+}
+
+}  // namespace kernelbrain::host_exec
+
+// ---- the worker's side --------------------------------------------------------------------------------
+
+namespace kernelbrain::host_exec {
+
+/// Why a command did not end well.
+enum class fault {
+  none,
+  crashed,          ///< the executor died (a signal, or an exit in the middle of a call)
+  forbidden,        ///< it made a system call the sandbox does not allow
+  timed_out,        ///< a call ran past the limit
+  timing_mismatch,  ///< the kernel's CPU accounting contradicts the end of the call the executor signalled
+  stray_threads,    ///< threads still running when the call's time was up
+  threw,
+  bad_alloc,
+  load_failed,
+  missing_entry,
+  sandbox_failed,  ///< the executor could not be started or confined (not the candidate's fault)
+};
+
+struct report {
+  fault f = fault::none;
+  std::string message;
+  double seconds = 0;  ///< a timed call: from "go" until the executor was idle again
+  explicit operator bool() const noexcept { return f == fault::none; }
+};
+
+/// The signal's name ("SIGSEGV"), or its number.
+inline std::string signal_text(int sig) {
+  char const* abbrev = ::sigabbrev_np(sig);
+  return abbrev ? std::string("SIG") + abbrev : "signal " + std::to_string(sig);
+}
+
+class executor {
+ public:
+  struct options {
+    std::string program;                 ///< this executable (it has the --executor mode)
+    std::string module;                  ///< the compiled candidate
+    std::vector<std::string> readable;   ///< what the loader may read (Landlock)
+    double run_timeout = 10;             ///< seconds a call (and a load) may take
+    std::uint64_t memory_allowance = 0;  ///< address space the candidate may add beyond its data (0: no limit)
+    std::function<void()> heartbeat;     ///< called about once a second while waiting
+  };
+
+  explicit executor(options o) : opt_(std::move(o)) {}
+  executor(executor const&) = delete;
+  executor& operator=(executor const&) = delete;
+  ~executor() { stop(); }
+
+  /// Starts the process, loads the module and measures the cost of an empty call.
+  report start() {
+    if (auto r = spawn(); !r) return r;
+    if (opt_.memory_allowance) limit_memory(vm_bytes() + opt_.memory_allowance);
+    ctl_->cmd = command::load;
+    report r;
+    if (!command_round(opt_.run_timeout, r, false)) return r;
+    if (ctl_->result != outcome::ok) return fail(r, outcome_fault(ctl_->result), bounded_message());
+    if (auto t = threads_and_state(); t.threads > 1)
+      return fail(r, fault::stray_threads,
+                  std::to_string(t.threads - 1) +
+                      " thread(s) started while the module loaded (static initialisers must not start threads)");
+    cpu_settled_ = process_cpu();
+    return r;
+  }
+
+  /// Makes the data area at least `bytes` long (both sides map it).
+  report ensure_data(std::uint64_t bytes) {
+    report r;
+    if (bytes <= data_bytes_ && data_) return r;
+    const std::uint64_t page = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
+    std::uint64_t want = std::max<std::uint64_t>(bytes, data_bytes_ + data_bytes_ / 2);
+    want = std::max<std::uint64_t>(page, (want + page - 1) / page * page);
+    if (::ftruncate(fd_, static_cast<off_t>(control_bytes + want)) != 0)
+      return fail(r, fault::sandbox_failed, "cannot grow the executor's memory file: " + errno_text());
+    if (data_) ::munmap(data_, data_bytes_);
+    data_ = nullptr;
+    void* p = ::mmap(nullptr, want, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, control_bytes);
+    if (p == MAP_FAILED) return fail(r, fault::sandbox_failed, "cannot map the executor's data: " + errno_text());
+    if (limit_ && want > data_bytes_) limit_memory(limit_ + (want - data_bytes_));
+    data_ = static_cast<std::byte*>(p);
+    data_bytes_ = want;
+    ctl_->data_bytes = want;
+    r = run(command::remap);
+    if (r && ctl_->result != outcome::ok) return fail(r, outcome_fault(ctl_->result), bounded_message());
+    return r;
+  }
+
+  [[nodiscard]] std::byte* data() const noexcept { return data_; }
+  [[nodiscard]] std::uint64_t data_bytes() const noexcept { return data_bytes_; }
+  [[nodiscard]] control& command_block() noexcept { return *ctl_; }
+  [[nodiscard]] bool running() const noexcept { return pid_ > 0; }
+  [[nodiscard]] std::string const& sandbox() const noexcept { return sandbox_; }
+
+  /// One kb_kernel call on the tensors set in command_block(), and its time.
+  report call() {
+    report r = run(command::call);
+    if (r && ctl_->result != outcome::ok) return fail(r, outcome_fault(ctl_->result), bounded_message());
+    return r;
+  }
+
+  void stop() noexcept {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGKILL);
+      int st = 0;
+      while (::waitpid(pid_, &st, 0) < 0 && errno == EINTR) {
+      }
+      pid_ = -1;
+    }
+    for (int* fd : {&go_, &done_, &stat_fd_, &sched_fd_, &fd_})
+      if (*fd >= 0) {
+        ::close(*fd);
+        *fd = -1;
+      }
+    if (data_) ::munmap(data_, data_bytes_);
+    if (ctl_) ::munmap(ctl_, control_bytes);
+    data_ = nullptr;
+    ctl_ = nullptr;
+    data_bytes_ = 0;
+  }
+
+  /// CPU time the executor may use outside its reported calls: in one call (or between two), and
+  /// as the median over the calls of a request.
+  static constexpr double gross_cpu_allowance = 10e-3, median_cpu_allowance = 0.5e-3;
+
+  /// Starts counting what the calls of one request use outside their reported times.
+  void begin_request() { stats_ = {}; }
+  /// The request's verdict on those counts: their medians must be small (an honest executor's are
+  /// tens of microseconds; a candidate that works outside its reported time in most calls is not).
+  report check_request() {
+    report r;
+    auto median = [](std::vector<double> v) {
+      if (v.empty()) return 0.0;
+      std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+      return v[v.size() / 2];
+    };
+    if (const double m = median(stats_.outside); m > median_cpu_allowance)
+      mismatch(r, "in the median call the main thread used " + ms(m) +
+                      " of CPU time outside the time reported for kb_kernel: it worked outside the reported time");
+    else if (const double g = median(stats_.between); g > median_cpu_allowance)
+      mismatch(r, "the candidate used " + ms(g) +
+                      " of CPU time between calls in the median gap: work done "
+                      "outside the timed calls");
+    return r;
+  }
+
+ private:
+  static std::string errno_text() { return std::strerror(errno); }
+  static report& fail(report& r, fault f, std::string why) {
+    r.f = f;
+    r.message = std::move(why);
+    return r;
+  }
+  static fault outcome_fault(outcome o) {
+    switch (o) {
+      case outcome::ok:
+        return fault::none;
+      case outcome::threw:
+        return fault::threw;
+      case outcome::bad_alloc:
+        return fault::bad_alloc;
+      case outcome::load_failed:
+        return fault::load_failed;
+      case outcome::missing_entry:
+        return fault::missing_entry;
+      case outcome::forbidden:
+        return fault::forbidden;
+      case outcome::bad_command:
+      case outcome::sandbox_failed:
+        break;
+    }
+    return fault::sandbox_failed;
+  }
+  [[nodiscard]] std::string bounded_message() const {
+    return {ctl_->message, ::strnlen(ctl_->message, sizeof ctl_->message)};
+  }
+
+  report spawn() {
+    report r;
+    fd_ = ::memfd_create("kernelbrain-executor", MFD_CLOEXEC);
+    if (fd_ < 0 || ::ftruncate(fd_, control_bytes) != 0)
+      return fail(r, fault::sandbox_failed, "cannot create the executor's memory file: " + errno_text());
+    void* m = ::mmap(nullptr, control_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
+    if (m == MAP_FAILED) return fail(r, fault::sandbox_failed, "cannot map the control block: " + errno_text());
+    ctl_ = new (m) control{};
+    int go[2], dn[2];
+    if (::pipe2(go, O_CLOEXEC) != 0) return fail(r, fault::sandbox_failed, "pipe: " + errno_text());
+    if (::pipe2(dn, O_CLOEXEC) != 0) {
+      ::close(go[0]);
+      ::close(go[1]);
+      return fail(r, fault::sandbox_failed, "pipe: " + errno_text());
+    }
+    const std::string parent = std::to_string(::getpid());
+    std::vector<std::string> args = {opt_.program, "--executor", parent, opt_.module};
+    for (auto const& p : opt_.readable) args.push_back(p);
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      // Only async-signal-safe calls until exec: the worker has more than one thread.
+      const int m0 = ::fcntl(fd_, F_DUPFD_CLOEXEC, 16), g0 = ::fcntl(go[0], F_DUPFD_CLOEXEC, 16),
+                d1 = ::fcntl(dn[1], F_DUPFD_CLOEXEC, 16);
+      if (m0 < 0 || g0 < 0 || d1 < 0 || ::dup2(m0, memory_fd) < 0 || ::dup2(g0, go_fd) < 0 || ::dup2(d1, done_fd) < 0)
+        ::_exit(126);
+      ::syscall(SYS_close_range, done_fd + 1, ~0U, 0);
+      const rlimit none{0, 0};
+      ::setrlimit(RLIMIT_FSIZE, &none);
+      ::setrlimit(RLIMIT_CORE, &none);
+      ::execv(argv[0], argv.data());
+      ::_exit(127);
+    }
+    ::close(go[0]);
+    ::close(dn[1]);
+    go_ = go[1];
+    done_ = dn[0];
+    if (pid < 0) return fail(r, fault::sandbox_failed, "fork: " + errno_text());
+    pid_ = pid;
+    ::fcntl(done_, F_SETFL, O_NONBLOCK);
+    ::signal(SIGPIPE, SIG_IGN);  // a write to a dead executor fails with EPIPE instead
+    const std::string proc = "/proc/" + std::to_string(pid_);
+    stat_fd_ = ::open((proc + "/stat").c_str(), O_RDONLY | O_CLOEXEC);
+    sched_fd_ = ::open((proc + "/task/" + std::to_string(pid_) + "/schedstat").c_str(), O_RDONLY | O_CLOEXEC);
+    if (stat_fd_ < 0 || ::clock_getcpuclockid(pid_, &cpu_clock_) != 0)
+      return fail(r, fault::sandbox_failed, "cannot watch the executor through /proc: " + errno_text());
+    // The executor says it is confined (or why it could not be) before it loads anything.
+    if (!wait_done(std::chrono::steady_clock::now() + std::chrono::seconds(30), r)) return r;
+    if (ctl_->result == outcome::sandbox_failed) return fail(r, fault::sandbox_failed, bounded_message());
+    sandbox_ = ctl_->landlock_abi > 0
+                   ? "seccomp-bpf + Landlock ABI " + std::to_string(ctl_->landlock_abi)
+                   : "seccomp-bpf only (no Landlock: " + bounded_message() +
+                         "; static initialisers may read the files this user can read while the module loads)";
+    ctl_->message[0] = 0;
+    return r;
+  }
+
+  void limit_memory(std::uint64_t bytes) {
+    rlimit old{};
+    if (::prlimit(pid_, RLIMIT_AS, nullptr, &old) != 0) return;
+    rlimit l = old;
+    l.rlim_cur = old.rlim_max == RLIM_INFINITY ? bytes : std::min<rlim_t>(bytes, old.rlim_max);
+    if (::prlimit(pid_, RLIMIT_AS, &l, nullptr) == 0) limit_ = l.rlim_cur;
+  }
+
+  [[nodiscard]] std::uint64_t vm_bytes() const {
+    char buf[256];
+    const std::string path = "/proc/" + std::to_string(pid_) + "/statm";
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    const ssize_t n = ::read(fd, buf, sizeof buf - 1);
+    ::close(fd);
+    if (n <= 0) return 0;
+    buf[n] = 0;
+    return std::strtoull(buf, nullptr, 10) * static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
+  }
+
+  [[nodiscard]] double process_cpu() const {
+    timespec ts{};
+    if (::clock_gettime(cpu_clock_, &ts) != 0) return 0;
+    return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+  }
+  /// The main thread's CPU time (schedstat, nanoseconds); -1 where the kernel does not keep it.
+  [[nodiscard]] double main_thread_cpu() const {
+    if (sched_fd_ < 0) return -1;
+    char buf[128];
+    const ssize_t n = ::pread(sched_fd_, buf, sizeof buf - 1, 0);
+    if (n <= 0) return -1;
+    buf[n] = 0;
+    return static_cast<double>(std::strtoull(buf, nullptr, 10)) * 1e-9;
+  }
+  struct census {
+    char state = '?';
+    int threads = 0;
+  };
+  /// The main thread's state and the number of threads, from /proc/<pid>/stat.
+  [[nodiscard]] census threads_and_state() const {
+    census c;
+    char buf[1024];
+    const ssize_t n = ::pread(stat_fd_, buf, sizeof buf - 1, 0);
+    if (n <= 0) return c;
+    buf[n] = 0;
+    char const* p = std::strrchr(buf, ')');  // the command name may hold spaces and parentheses
+    if (!p || p[1] != ' ') return c;
+    c.state = p[2];
+    int field = 2;
+    for (; *p && field < 20; ++p)
+      if (*p == ' ') ++field;
+    c.threads = std::atoi(p);
+    return c;
+  }
+
+  /// Waits for the executor's "done" until `deadline`: true when it came; otherwise `r` says why
+  /// (the executor died, or the deadline passed and it was killed).
+  bool wait_done(std::chrono::steady_clock::time_point deadline, report& r) {
+    using clock = std::chrono::steady_clock;
+    const auto spin_until = clock::now() + std::chrono::microseconds(200);
+    for (;;) {
+      char b = 0;
+      const ssize_t n = ::read(done_, &b, 1);
+      if (n == 1) return true;
+      if (n == 0) return died(r);
+      if (errno != EAGAIN && errno != EINTR) return died(r);
+      const auto now = clock::now();
+      if (now >= deadline) {
+        stop();
+        fail(r, fault::timed_out,
+             "still running after " + seconds_text(opt_.run_timeout) +
+                 " (host_options::run_timeout): the worker's watchdog killed it");
+        return false;
+      }
+      if (now < spin_until) continue;  // a short kernel's end is seen without a wake-up's delay
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count();
+      pollfd p{done_, POLLIN, 0};
+      const int k = ::poll(&p, 1, static_cast<int>(std::clamp<long long>(left, 1, 1000)));
+      if (k == 0 && opt_.heartbeat) opt_.heartbeat();
+    }
+  }
+
+  /// The executor's end: why it died, from its exit status and what it left in the control block.
+  bool died(report& r) {
+    int st = 0;
+    while (::waitpid(pid_, &st, 0) < 0 && errno == EINTR) {
+    }
+    pid_ = -1;
+    const outcome said = ctl_->result;
+    const int nr = ctl_->syscall_nr;
+    stop();
+    if (WIFEXITED(st) && WEXITSTATUS(st) == forbidden_exit && said == outcome::forbidden)
+      fail(r, fault::forbidden,
+           "forbidden system call " + host_sandbox::syscall_name(nr) +
+               " (the host sandbox allows memory, the candidate's own threads, clocks and exit)");
+    else if (WIFSIGNALED(st) && WTERMSIG(st) == SIGSYS)
+      fail(r, fault::forbidden, "a forbidden system call (the sandbox's report of which was blocked)");
+    else if (WIFSIGNALED(st))
+      fail(r, fault::crashed,
+           "was killed by signal " + std::to_string(WTERMSIG(st)) + " (" + signal_text(WTERMSIG(st)) + ")");
+    else
+      fail(r, fault::crashed, "exited with status " + std::to_string(WEXITSTATUS(st)) + " in the middle of a call");
+    return false;
+  }
+
+  /// Sends the command in the control block and waits for "done" (and, when `settle`, for the
+  /// executor to be idle again). False with `r` filled when it did not end well.
+  bool command_round(double limit_seconds, report& r, bool settle) {
+    using clock = std::chrono::steady_clock;
+    const bool call = ctl_->cmd == command::call;
+    ++ctl_->seq;
+    ctl_->call_start_ns = ctl_->call_end_ns = 0;
+    // Nothing may have run since the last call ended: between calls the executor sleeps in read().
+    if (settle && !idle_since_last_call(r)) return false;
+    const double cpu_go = process_cpu(), main_go = main_thread_cpu();
+    const auto t_go = clock::now();
+    const auto deadline = t_go + std::chrono::microseconds(static_cast<long long>(limit_seconds * 1e6));
+    const char b = 'g';
+    if (::write(go_, &b, 1) != 1) return died(r);
+    if (!wait_done(deadline, r)) return false;
+    const auto t_done = clock::now();
+    if (!settle) return true;
+    // The call is over when every thread the candidate started has ended and the main thread is
+    // asleep, waiting for the next "go".
+    auto t_threads = t_done;  // when the candidate's threads were all gone
+    bool threads_lingered = false;
+    for (int round = 0;; ++round) {
+      const census c = threads_and_state();
+      if (c.threads == 0) return died(r);
+      if (c.threads > 1)
+        threads_lingered = true;
+      else if (threads_lingered && t_threads == t_done)
+        t_threads = clock::now();
+      if (c.threads <= 1 && (c.state == 'S' || c.state == 'D')) break;
+      if (clock::now() >= deadline) {
+        stop();
+        if (c.threads > 1)
+          fail(r, fault::stray_threads,
+               std::to_string(c.threads - 1) +
+                   " thread(s) still running after kb_kernel returned: a candidate must finish (join) its threads "
+                   "before returning");
+        else
+          fail(r, fault::timing_mismatch,
+               "the executor said the call was done, but its main thread was still running " +
+                   seconds_text(limit_seconds) + " later");
+        return false;
+      }
+      if (round > 50) std::this_thread::sleep_for(std::chrono::microseconds(round > 500 ? 1000 : 50));
+      if (round % 1000 == 999 && opt_.heartbeat) opt_.heartbeat();
+    }
+    const auto t_settled = clock::now();
+    cpu_settled_ = process_cpu();
+    // One "done" per command: a second one was written by the candidate.
+    char extra = 0;
+    if (::read(done_, &extra, 1) == 1)
+      return mismatch(r, "two \"done\" signals for one call: the candidate wrote one itself");
+    r.seconds = std::chrono::duration<double>(t_settled - t_go).count();
+    // A call that ended in an error (an exception) has no time to check: call() reports the error.
+    return !call || ctl_->result != outcome::ok ||
+           time_call(r, t_go, t_done, t_threads, threads_lingered, cpu_go, main_go);
+  }
+
+  /// The time of a call: the executor's own reading of the clock around kb_kernel (precise: no
+  /// wake-up delays in it), believed only when it agrees with what the worker saw from outside:
+  ///   - it lies within the worker's window, from "go" to seeing "done";
+  ///   - the main thread's CPU time over that window (the kernel's count) fits in it: work done on
+  ///     the main thread before the reported start or after the reported end shows up here;
+  ///   - the other threads' CPU time fits in it on the machine's CPUs;
+  ///   - threads still running after kb_kernel returned extend the call until they are gone.
+  bool time_call(report& r, std::chrono::steady_clock::time_point t_go, std::chrono::steady_clock::time_point t_done,
+                 std::chrono::steady_clock::time_point t_threads, bool threads_lingered, double cpu_go,
+                 double main_go) {
+    auto ns = [](std::chrono::steady_clock::time_point t) {
+      return static_cast<std::int64_t>(
+          std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count());
+    };
+    const std::int64_t start = ctl_->call_start_ns, end = ctl_->call_end_ns;
+    if (start < ns(t_go) || end < start || end > ns(t_done))
+      return mismatch(r, "the executor reported a call from " + std::to_string(start) + " to " + std::to_string(end) +
+                             " ns, outside the window the worker saw (" + std::to_string(ns(t_go)) + " to " +
+                             std::to_string(ns(t_done)) + " ns)");
+    const double reported = static_cast<double>(end - start) * 1e-9;
+    const double cpu = process_cpu() - cpu_go, main = main_thread_cpu();
+    const double main_used = main >= 0 && main_go >= 0 ? main - main_go : -1;
+    // An honest executor's main thread spends some CPU outside kb_kernel too (waking, saying done,
+    // going back to sleep: 25-150 us a call on a 2-core VM, now and then a few ms). A call far
+    // over is refused here; small excesses are judged by their median over a request (check_request).
+    const double outside = main_used - reported;
+    if (main_used >= 0) stats_.outside.push_back(outside);
+    if (outside > gross_cpu_allowance + reported)
+      return mismatch(r, "the main thread used " + ms(main_used) + " of CPU time in a call reported as " +
+                             ms(reported) + ": it worked outside the reported time");
+    const double others = cpu - std::max(0.0, main_used);
+    const double cpus = static_cast<double>(std::max(1U, std::thread::hardware_concurrency()));
+    if (others > std::max(reported, ns_to_s(ns(t_threads) - start)) * cpus + gross_cpu_allowance)
+      return mismatch(r, "the candidate's threads used " + ms(others) + " of CPU time in a call reported as " +
+                             ms(reported) + " on " + std::to_string(static_cast<int>(cpus)) + " CPUs");
+    r.seconds = threads_lingered ? std::max(reported, ns_to_s(ns(t_threads) - start)) : reported;
+    return true;
+  }
+  static double ns_to_s(std::int64_t v) { return static_cast<double>(v) * 1e-9; }
+  bool mismatch(report& r, std::string why) {
+    stop();
+    fail(r, fault::timing_mismatch, std::move(why));
+    return false;
+  }
+
+  /// Nothing may have run since the last call ended: between calls the executor waits without
+  /// using CPU.
+  bool idle_since_last_call(report& r) {
+    if (cpu_settled_ < 0) return true;
+    const double ran = process_cpu() - cpu_settled_;
+    stats_.between.push_back(ran);
+    if (ran <= gross_cpu_allowance) return true;
+    return mismatch(r, "the candidate used " + ms(ran) +
+                           " of CPU time between two calls, after the last one had ended: work done outside the "
+                           "timed calls");
+  }
+
+  report run(command c) {
+    report r;
+    if (pid_ <= 0) return fail(r, fault::crashed, "the executor is not running");
+    ctl_->cmd = c;
+    ctl_->result = outcome::ok;
+    ctl_->message[0] = 0;
+    (void)command_round(opt_.run_timeout, r, true);
+    return r;
+  }
+
+  static std::string seconds_text(double seconds) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%g s", seconds);
+    return buf;
+  }
+  static std::string ms(double seconds) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.3g ms", seconds * 1e3);
+    return buf;
+  }
+
+  options opt_;
+  pid_t pid_ = -1;
+  int fd_ = -1, go_ = -1, done_ = -1, stat_fd_ = -1, sched_fd_ = -1;
+  control* ctl_ = nullptr;
+  std::byte* data_ = nullptr;
+  std::uint64_t data_bytes_ = 0;
+  std::uint64_t limit_ = 0;
+  clockid_t cpu_clock_{};
+  double cpu_settled_ = -1;
+  std::string sandbox_;
+  struct {
+    std::vector<double> outside, between;  ///< per call: main-thread CPU outside kb_kernel; CPU before it
+  } stats_;
+};
+
+}  // namespace kernelbrain::host_exec
