@@ -58,9 +58,10 @@ extern "C" void kb_kernel(const kb_args* a) {
   return kb::make_candidate("bench", {}, "bench", std::nullopt, std::move(src));
 }
 
-kb::host_options options(std::string const& cache) {
+kb::host_options options(std::string const& cache, bool adversarial = true) {
   kb::host_options o;
   o.cache_dir = cache;
+  o.adversarial_inputs = adversarial;
   return o;
 }
 
@@ -83,7 +84,7 @@ void bm_cold(benchmark::State& st, bool rung0) {
   st.counters["compiles"] = static_cast<double>(ev.compiles());
 }
 
-void bm_warm(benchmark::State& st, bool rung0) {
+void bm_warm(benchmark::State& st, bool rung0, bool adversarial = true) {
   const auto p = bench_problem();
   const std::string cache = cache_root() + "/warm";
   constexpr std::size_t pool = 16;
@@ -97,7 +98,7 @@ void bm_warm(benchmark::State& st, bool rung0) {
     if (i % pool == 0) {  // a fresh evaluator: nothing in memory, everything on disk
       st.PauseTiming();
       if (ev) compiles += ev->compiles();
-      ev = std::make_unique<kb::host_evaluator>(p, options(cache));
+      ev = std::make_unique<kb::host_evaluator>(p, options(cache, adversarial));
       st.ResumeTiming();
     }
     evaluate(*ev, p, bench_candidate(i % pool), rung0, st);
@@ -110,6 +111,9 @@ void bm_warm(benchmark::State& st, bool rung0) {
 
 void bm_gate_cold(benchmark::State& st) { bm_cold(st, false); }
 void bm_gate_warm(benchmark::State& st) { bm_warm(st, false); }
+// The gate without the adversarial-input trials (issue 11): what the sandbox alone adds per candidate
+// (a fresh executor process: spawn, confinement, load) when set against an older build's bm_gate_warm.
+void bm_gate_warm_no_adversarial(benchmark::State& st) { bm_warm(st, false, false); }
 void bm_gate_rung0_cold(benchmark::State& st) { bm_cold(st, true); }
 void bm_gate_rung0_warm(benchmark::State& st) { bm_warm(st, true); }
 
@@ -117,6 +121,7 @@ void bm_gate_rung0_warm(benchmark::State& st) { bm_warm(st, true); }
 
 BENCHMARK(bm_gate_cold)->Iterations(12)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(bm_gate_warm)->Iterations(64)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(bm_gate_warm_no_adversarial)->Iterations(64)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(bm_gate_rung0_cold)->Iterations(12)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(bm_gate_rung0_warm)->Iterations(64)->Unit(benchmark::kMillisecond)->UseRealTime();
 

@@ -414,7 +414,7 @@ class executor {
 
   /// CPU time the executor may use outside its reported calls: in one call (or between two), and
   /// as the median over the calls of a request.
-  static constexpr double gross_cpu_allowance = 10e-3, median_cpu_allowance = 0.5e-3;
+  static constexpr double gross_cpu_allowance = 10e-3, median_cpu_allowance = 0.5e-3, outside_share = 0.05;
 
   /// Starts counting what the calls of one request use outside their reported times.
   void begin_request() { stats_ = {}; }
@@ -429,7 +429,8 @@ class executor {
     };
     if (const double m = median(stats_.outside); m > median_cpu_allowance)
       mismatch(r, "in the median call the main thread used " + ms(m) +
-                      " of CPU time outside the time reported for kb_kernel: it worked outside the reported time");
+                      " of CPU time outside the time reported for kb_kernel (beyond 5% of it): it worked outside "
+                      "the reported time");
     else if (const double g = median(stats_.between); g > median_cpu_allowance)
       mismatch(r, "the candidate used " + ms(g) +
                       " of CPU time between calls in the median gap: work done "
@@ -487,6 +488,7 @@ class executor {
     std::vector<std::string> args = {opt_.program, "--executor", parent, opt_.module};
     for (auto const& p : opt_.readable) args.push_back(p);
     std::vector<char*> argv;
+    argv.reserve(args.size() + 1);
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
     const pid_t pid = ::fork();
@@ -714,8 +716,11 @@ class executor {
     // An honest executor's main thread spends some CPU outside kb_kernel too (waking, saying done,
     // going back to sleep: 25-150 us a call on a 2-core VM, now and then a few ms). A call far
     // over is refused here; small excesses are judged by their median over a request (check_request).
+    // Long calls are allowed a share of their time on top (the kernel charges a long-running task
+    // with work done on its behalf: on the 2-core VM an honest reference over 128 MB showed 1.4 ms
+    // outside a call of some 60 ms).
     const double outside = main_used - reported;
-    if (main_used >= 0) stats_.outside.push_back(outside);
+    if (main_used >= 0) stats_.outside.push_back(outside - outside_share * reported);
     if (outside > gross_cpu_allowance + reported)
       return mismatch(r, "the main thread used " + ms(main_used) + " of CPU time in a call reported as " +
                              ms(reported) + ": it worked outside the reported time");

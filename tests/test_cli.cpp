@@ -161,8 +161,8 @@ TEST_CASE("cli: a host-backend search killed with SIGKILL resumes without re-eva
 
 TEST_CASE("cli: a host search killed with SIGKILL leaves no worker, compiler or candidate running") {
   // Every process the search started carries the marker in its environment, wherever it was
-  // re-parented to after the kill: serving workers (spinning in a candidate that never returns),
-  // the compile supervisor, g++ and its cc1plus.
+  // re-parented to after the kill: serving workers, their executors (one spinning in a candidate
+  // that never returns), the compile supervisor, g++ and its cc1plus.
   temp_dir dir("cli_orphans");
   const auto problem_dir = dir.path / "problem";
   fs::create_directories(problem_dir / "templates");
@@ -190,28 +190,23 @@ extern "C" void kb_kernel(const kb_args* a) {
   // The moment to kill the search, given the marked processes.
   std::function<bool(std::vector<kb_test::process_info> const&)> ready;
   std::string moment;
-  SUBCASE("while a serving worker runs a candidate that never returns") {
+  SUBCASE("while an executor runs a candidate that never returns") {
     seed = R"(#include "kernelbrain/evaluate/host_abi.h"
 extern "C" void kb_kernel(const kb_args* a) {
   volatile unsigned long long spin = static_cast<unsigned long long>(a->dims[0]) * ${K};
   for (;;) spin = spin + 1;
 }
 )";
-    // The reference worker starts first (and spends seconds of CPU on the baseline's cache
-    // flushes); the youngest serving worker is the candidate worker, and once it has used a second
-    // of CPU it is inside kb_kernel (a check at these shapes takes microseconds; the watchdog
-    // allows 10 s per call).
+    // Candidates run in executors (kernelbrain-host-worker --executor, one per module, started by
+    // a serving worker); once one has used a second of CPU it is inside kb_kernel (a check at these
+    // shapes takes microseconds; the watchdog allows 10 s per call). The reference's executors never
+    // spin: its worker's cache flushes are the worker's own CPU.
     ready = [](std::vector<kb_test::process_info> const& ps) {
-      std::vector<kb_test::process_info> serving;
-      for (auto const& p : ps)
-        if (p.cmdline.find("--serve host") != std::string::npos) serving.push_back(p);
-      if (serving.size() < 2) return false;
-      auto const& youngest = *std::max_element(serving.begin(), serving.end(), [](auto const& a, auto const& b) {
-        return a.start_ticks < b.start_ticks || (a.start_ticks == b.start_ticks && a.pid < b.pid);
+      return std::any_of(ps.begin(), ps.end(), [](auto const& p) {
+        return p.cmdline.find("--executor") != std::string::npos && p.cpu_seconds > 1.0;
       });
-      return youngest.cpu_seconds > 1.0;
     };
-    moment = "a serving worker spinning in a candidate";
+    moment = "an executor spinning in a candidate";
   }
   SUBCASE("while the compiler runs") {
     seed = kb_corpus::compile_bomb("${K}");
