@@ -12,10 +12,10 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
-#include <map>
 #include <kernelbrain/evaluate/host.hpp>
 #include <kernelbrain/io/journal.hpp>
 #include <kernelbrain/search.hpp>
+#include <map>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -149,20 +149,20 @@ TEST_CASE(
     CHECK_MESSAGE(shared.check(correct, std::vector<std::size_t>{0, 1}, 1, 99).passed(),
                   "the correct candidate failed after " << name);
   }
-  for (char const* required : {"correct", "segfault", "infinite_loop", "abort", "huge_allocation", "partial_write",
-                               "writes_input", "returns_nan", "nondeterministic", "wrong_at_odd_sizes",
-                               "skips_repeat_calls", "compile_bomb", "forbidden_construct", "missing_entry",
-                               "wrong_signature", "memo_by_pointer", "memo_after_two_calls", "stray_thread",
-                               // one or more hostile candidates per category of issue 11, and honest twins
-                               "forged_reply_from_forked_child", "progress_bytes_on_reply_channel",
-                               "detached_thread_finishes_late", "scans_proc_for_parent_arena", "forged_done_byte",
-                               "forged_done_then_computes", "redefine_extname_kill", "link_map_symbol_lookup",
-                               "machine_code_in_text", "writes_proc_self_mem", "pread64_probes_inherited_fds",
-                               "null_directive_include", "raw_string_splice_hides_kill", "spaced_line_splice_hides_fork",
-                               "raises_address_limit", "leaks_every_call", "forked_child_sleeps_forever", "arms_alarm",
-                               "arms_setitimer", "creates_posix_timer", "kills_parent", "sigqueue_to_parent",
-                               "thread_workers_joined", "threads_by_hardware_concurrency", "vector_scratch_per_call",
-                               "static_lookup_table", "static_init_reads_proc_maps"})
+  for (char const* required :
+       {"correct", "segfault", "infinite_loop", "abort", "huge_allocation", "partial_write", "writes_input",
+        "returns_nan", "nondeterministic", "wrong_at_odd_sizes", "skips_repeat_calls", "compile_bomb",
+        "forbidden_construct", "missing_entry", "wrong_signature", "memo_by_pointer", "memo_after_two_calls",
+        "stray_thread",
+        // one or more hostile candidates per category of issue 11, and honest twins
+        "forged_reply_from_forked_child", "progress_bytes_on_reply_channel", "detached_thread_finishes_late",
+        "scans_proc_for_parent_arena", "forged_done_byte", "forged_done_then_computes", "redefine_extname_kill",
+        "link_map_symbol_lookup", "machine_code_in_text", "writes_proc_self_mem", "pread64_probes_inherited_fds",
+        "null_directive_include", "raw_string_splice_hides_kill", "spaced_line_splice_hides_fork",
+        "raises_address_limit", "leaks_every_call", "forked_child_sleeps_forever", "arms_alarm", "arms_setitimer",
+        "creates_posix_timer", "kills_parent", "sigqueue_to_parent", "thread_workers_joined",
+        "threads_by_hardware_concurrency", "vector_scratch_per_call", "static_lookup_table",
+        "static_init_reads_proc_maps"})
     CHECK_MESSAGE(seen.contains(required), "tests/host_corpus/" << required << ".cpp is missing");
 }
 

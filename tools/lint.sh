@@ -5,16 +5,17 @@
 # (tests lint.format and lint.tidy) wherever the tools are found; CI requires them.
 #
 # Not formatted or linted: problem data (examples/problems, examples/cuda_problems: a kernel's bytes
-# are part of its problem's identity, and old journals name them) and tests/host_corpus (hostile
-# candidates whose exact text is what the tests feed the gate).
+# are part of its problem's identity, and old journals name them) and tests/host_corpus and
+# tests/hostile_softmax (hostile candidates whose exact text is what the tests feed the gate).
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 
 sources() {
-  git ls-files -- 'include/*.hpp' 'include/*.ipp' 'include/*.h' 'strategies/*.hpp' 'src/*.cpp' 'apps/*.cpp' \
+  git ls-files -- 'include/*.hpp' 'include/*.ipp' 'include/*.h' 'strategies/*.hpp' 'src/*.cpp' 'src/*.hpp' 'apps/*.cpp' \
     'apps/*.hpp' 'tools/*.cpp' 'tests/*.cpp' 'tests/*.hpp' 'bench/*.cpp' 'bench/*.hpp' 'examples/*.cpp' \
     | grep -v -e '^examples/problems/' -e '^examples/cuda_problems/' -e '^tests/host_corpus/' \
+      -e '^tests/hostile_softmax/' \
     | while read -r f; do [ -f "$f" ] && echo "$f"; done
 }
 

@@ -23,13 +23,13 @@ enum class request : std::uint32_t {
 
 enum class status : std::uint32_t {
   ok,
-  load_failed,    ///< dlopen refused the module
-  missing_entry,  ///< no extern "C" kb_kernel
-  bad_alloc,      ///< std::bad_alloc escaped kb_kernel (the worker's address-space limit)
-  threw,          ///< another exception escaped kb_kernel
-  stray_threads,  ///< threads still running after kb_kernel returned
-  unwritten,      ///< a timed call left poison in an output (`index` names which)
-  bad_request,    ///< the request made no sense (a parent bug)
+  load_failed,      ///< dlopen refused the module
+  missing_entry,    ///< no extern "C" kb_kernel
+  bad_alloc,        ///< std::bad_alloc escaped kb_kernel (the worker's address-space limit)
+  threw,            ///< another exception escaped kb_kernel
+  stray_threads,    ///< threads still running after kb_kernel returned
+  unwritten,        ///< a timed call left poison in an output (`index` names which)
+  bad_request,      ///< the request made no sense (a parent bug)
   forbidden_call,   ///< the candidate made a system call the sandbox does not allow (`message` names it)
   crashed,          ///< the candidate's executor died (a signal, or an exit in the middle of a call)
   timed_out,        ///< a call ran past run_timeout; the executor was killed
