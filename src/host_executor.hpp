@@ -3,17 +3,16 @@
 // The worker that answers the evaluator never runs candidate code. For each module it starts an
 // executor (this program again, in its --executor mode): a fresh process that confines itself
 // (host_sandbox.hpp), loads the module and then calls kb_kernel each time the worker says "go".
-// Everything that decides a verdict or a time is done by the worker, from outside:
-//   - the clock: a call runs from the worker's "go" until the executor is idle again, that is, it
-//     has said "done", every thread the candidate started has ended, and its main thread is asleep
-//     waiting for the next "go" (/proc/<pid>/stat);
-//   - the cross-check: the kernel's count of the executor's CPU time (its process CPU clock, and
-//     its main thread's schedstat). CPU spent between calls, or by the main thread after it said
-//     "done", means the candidate's "done" came before its work ended: a timing mismatch;
+// The worker decides every verdict and every time from outside:
+//   - the time of a call is the executor's reading of CLOCK_MONOTONIC around kb_kernel, believed
+//     only when it lies inside the worker's own window ("go" to "done") and the kernel's count of the
+//     executor's CPU time (its process CPU clock, its main thread's schedstat) fits it; a call is
+//     not over until every thread the candidate started has ended and the main thread sleeps again;
 //   - the inputs and outputs: the executor has a private copy (its own memory file), staged and
 //     poisoned by the worker; it never sees the evaluator's arena, the reference, or another module.
 // One executor per module, so nothing one candidate does (timers, signal handlers, limits, leaks)
 // reaches the next; after any failure the executor is killed and a later request starts a new one.
+// Statuses are the host protocol's (host_protocol::status), from the executor to the evaluator.
 #pragma once
 #include <cxxabi.h>
 #include <dlfcn.h>
@@ -28,14 +27,12 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
-#include <filesystem>
 #include <functional>
 #include <new>
 #include <string>
@@ -44,9 +41,13 @@
 #include <typeinfo>
 #include <vector>
 #include "host_sandbox.hpp"
+#include "kernelbrain/detail/host_protocol.hpp"
+#include "kernelbrain/detail/worker_process.hpp"
 #include "kernelbrain/evaluate/host_abi.h"
 
 namespace kernelbrain::host_exec {
+
+using status = detail::host_protocol::status;
 
 // ---- what the worker and an executor share ------------------------------------------------------------
 
@@ -60,23 +61,9 @@ inline constexpr int forbidden_exit = 70;  ///< the exit status after a trapped 
 enum class command : std::uint32_t {
   load = 1,
   call,   ///< kb_kernel once, timed by the executor's clock and checked by the worker
-  idle,   ///< nothing: a round trip
   remap,  ///< the data area changed size
 };
 
-enum class outcome : std::uint32_t {
-  ok,
-  threw,           ///< kb_kernel threw (message: the exception)
-  bad_alloc,       ///< std::bad_alloc escaped kb_kernel or the module does not fit the memory limit
-  load_failed,     ///< dlopen refused the module
-  missing_entry,   ///< no extern "C" kb_kernel
-  forbidden,       ///< a system call the sandbox does not allow (syscall_nr)
-  bad_command,     ///< the worker asked for something malformed (a worker bug)
-  sandbox_failed,  ///< the sandbox could not be installed
-};
-
-/// The control block at the start of the memory file. The executor can write all of it, so the
-/// worker reads it defensively (bounded message, counts checked).
 /// The tensors and dims of a call, as offsets into the executor's data area.
 struct call_spec {
   std::uint32_t n_inputs = 0, n_outputs = 0, n_dims = 0;
@@ -84,16 +71,17 @@ struct call_spec {
   std::int64_t dims[max_dims] = {};
 };
 
+/// The control block at the start of the memory file. The executor can write all of it, so the
+/// worker reads it defensively (bounded message, counts checked).
 struct control {
   // The worker's command.
-  std::uint32_t seq = 0;
-  command cmd = command::idle;
+  command cmd = command::load;
   std::uint64_t data_bytes = 0;  ///< remap: the data area's new size
   call_spec spec;
-  // The executor's answer.
-  outcome result = outcome::ok;
+  // The executor's answer: ok, threw, bad_alloc, load_failed, missing_entry, forbidden_call (with
+  // syscall_nr), sandbox_failed, or bad_request (the worker asked for something malformed).
+  status result = status::ok;
   std::int32_t syscall_nr = -1;
-  std::int32_t landlock_abi = 0;  ///< the ABI it confined itself with (0: none)
   /// call: CLOCK_MONOTONIC (ns) just before and just after kb_kernel, as the executor read them.
   /// The worker checks them against what it saw from outside before it believes them.
   std::int64_t call_start_ns = 0, call_end_ns = 0;
@@ -117,12 +105,12 @@ inline control* ctl = nullptr;
 inline void on_forbidden(int, siginfo_t* info, void*) {
   if (ctl) {
     ctl->syscall_nr = info->si_syscall;
-    ctl->result = outcome::forbidden;
+    ctl->result = status::forbidden_call;
   }
   ::syscall(SYS_exit_group, forbidden_exit);
 }
 
-inline void say(outcome r, std::string_view text) {
+inline void say(status r, std::string_view text) {
   ctl->result = r;
   const std::size_t n = std::min(text.size(), sizeof ctl->message - 1);
   std::memcpy(ctl->message, text.data(), n);
@@ -150,14 +138,14 @@ inline kb_kernel_fn load(char const* module) {
     const std::string why = e ? e : "unknown error";
     if (why.find("Cannot allocate memory") != std::string::npos || why.find("failed to map") != std::string::npos ||
         why.find("cannot map zero-fill") != std::string::npos)
-      say(outcome::bad_alloc, "the candidate's static data does not fit the worker's memory limit: " + why);
+      say(status::bad_alloc, "the candidate's static data does not fit the worker's memory limit: " + why);
     else
-      say(outcome::load_failed, "cannot load the compiled candidate: " + why);
+      say(status::load_failed, "cannot load the compiled candidate: " + why);
     return nullptr;
   }
   auto fn = reinterpret_cast<kb_kernel_fn>(::dlsym(h, "kb_kernel"));
   if (!fn)
-    say(outcome::missing_entry,
+    say(status::missing_entry,
         ::dlsym(h, "_Z9kb_kernelPK7kb_args")
             ? "kb_kernel is defined without extern \"C\": declare it extern \"C\" void kb_kernel(const kb_args*)"
             : "no function kb_kernel: a candidate must define extern \"C\" void kb_kernel(const kb_args* args)");
@@ -167,15 +155,15 @@ inline kb_kernel_fn load(char const* module) {
 inline void call(kb_kernel_fn fn, std::byte* data, std::uint64_t data_bytes) {
   call_spec const c = ctl->spec;  // one read: the candidate may scribble on the block while it runs
   if (c.n_inputs > max_tensors || c.n_outputs > max_tensors || c.n_dims > max_dims)
-    return say(outcome::bad_command, "too many tensors or dims");
+    return say(status::bad_request, "too many tensors or dims");
   float const* in[max_tensors];
   float* out[max_tensors];
   for (std::uint32_t i = 0; i < c.n_inputs; ++i) {
-    if (c.inputs[i] >= data_bytes) return say(outcome::bad_command, "input outside the data area");
+    if (c.inputs[i] >= data_bytes) return say(status::bad_request, "input outside the data area");
     in[i] = reinterpret_cast<float const*>(data + c.inputs[i]);
   }
   for (std::uint32_t i = 0; i < c.n_outputs; ++i) {
-    if (c.outputs[i] >= data_bytes) return say(outcome::bad_command, "output outside the data area");
+    if (c.outputs[i] >= data_bytes) return say(status::bad_request, "output outside the data area");
     out[i] = reinterpret_cast<float*>(data + c.outputs[i]);
   }
   long long dims[max_dims];
@@ -187,16 +175,16 @@ inline void call(kb_kernel_fn fn, std::byte* data, std::uint64_t data_bytes) {
     const std::int64_t t1 = monotonic_ns();
     ctl->call_start_ns = t0;
     ctl->call_end_ns = t1;
-    ctl->result = outcome::ok;
+    ctl->result = status::ok;
   } catch (std::bad_alloc const&) {
-    say(outcome::bad_alloc, "kb_kernel threw std::bad_alloc: it allocated more than the worker's memory limit");
+    say(status::bad_alloc, "kb_kernel threw std::bad_alloc: it allocated more than the worker's memory limit");
   } catch (std::exception const& e) {
     int st = 0;
     char* d = abi::__cxa_demangle(typeid(e).name(), nullptr, nullptr, &st);
-    say(outcome::threw, std::string("kb_kernel threw ") + (st == 0 && d ? d : typeid(e).name()) + ": " + e.what());
+    say(status::threw, std::string("kb_kernel threw ") + (st == 0 && d ? d : typeid(e).name()) + ": " + e.what());
     std::free(d);
   } catch (...) {
-    say(outcome::threw, "kb_kernel threw an exception that is not a std::exception");
+    say(status::threw, "kb_kernel threw an exception that is not a std::exception");
   }
 }
 }  // namespace impl
@@ -225,17 +213,14 @@ inline int executor_main(int argc, char** argv) {
   std::vector<std::string> readable(argv + 4, argv + argc);
   const int abi = host_sandbox::landlock::abi();
   const std::string confined = host_sandbox::confine_files(readable, abi);
-  ctl->landlock_abi = confined.empty() ? abi : 0;
-  if (!confined.empty()) {
-    impl::say(abi >= 1 ? outcome::sandbox_failed : outcome::ok, confined);  // available but refused: no downgrade
-    if (abi >= 1) {
-      impl::done();
-      return 5;
-    }
+  if (!confined.empty() && abi >= 1) {  // available but refused: no downgrade
+    impl::say(status::sandbox_failed, confined);
+    impl::done();
+    return 5;
   }
   const pid_t self = ::getpid();
   if (const int e = host_sandbox::rules(go_fd, done_fd, self, true).install(); e != 0) {
-    impl::say(outcome::sandbox_failed, std::string("cannot install the seccomp filter: ") + std::strerror(e));
+    impl::say(status::sandbox_failed, std::string("cannot install the seccomp filter: ") + std::strerror(e));
     impl::done();
     return 5;
   }
@@ -248,19 +233,17 @@ inline int executor_main(int argc, char** argv) {
     return 0;
   }
   if (const int e = host_sandbox::rules(go_fd, done_fd, self, false).install(); e != 0) {
-    impl::say(outcome::sandbox_failed, std::string("cannot install the seccomp filter: ") + std::strerror(e));
+    impl::say(status::sandbox_failed, std::string("cannot install the seccomp filter: ") + std::strerror(e));
     impl::done();
     return 5;
   }
-  ctl->result = outcome::ok;
+  ctl->result = status::ok;
   impl::done();
 
   std::byte* data = nullptr;
   std::uint64_t data_bytes = 0;
   while (impl::wait_go()) {
     switch (ctl->cmd) {
-      case command::idle:
-        break;
       case command::remap: {
         const std::uint64_t want = ctl->data_bytes;
         if (data) ::munmap(data, data_bytes);
@@ -268,22 +251,22 @@ inline int executor_main(int argc, char** argv) {
         data_bytes = 0;
         void* p = ::mmap(nullptr, want, PROT_READ | PROT_WRITE, MAP_SHARED, memory_fd, control_bytes);
         if (p == MAP_FAILED) {
-          impl::say(outcome::bad_alloc, "cannot map the data area: " + std::string(std::strerror(errno)));
+          impl::say(status::bad_alloc, "cannot map the data area: " + std::string(std::strerror(errno)));
           break;
         }
         data = static_cast<std::byte*>(p);
         data_bytes = want;
-        ctl->result = outcome::ok;
+        ctl->result = status::ok;
         break;
       }
       case command::call:
         if (!data)
-          impl::say(outcome::bad_command, "call before the data area was mapped");
+          impl::say(status::bad_request, "call before the data area was mapped");
         else
           impl::call(fn, data, data_bytes);
         break;
       default:
-        impl::say(outcome::bad_command, "unknown command");
+        impl::say(status::bad_request, "unknown command");
         break;
     }
     impl::done();
@@ -297,33 +280,12 @@ inline int executor_main(int argc, char** argv) {
 
 namespace kernelbrain::host_exec {
 
-/// Why a command did not end well.
-enum class fault {
-  none,
-  crashed,          ///< the executor died (a signal, or an exit in the middle of a call)
-  forbidden,        ///< it made a system call the sandbox does not allow
-  timed_out,        ///< a call ran past the limit
-  timing_mismatch,  ///< the kernel's CPU accounting contradicts the end of the call the executor signalled
-  stray_threads,    ///< threads still running when the call's time was up
-  threw,
-  bad_alloc,
-  load_failed,
-  missing_entry,
-  sandbox_failed,  ///< the executor could not be started or confined (not the candidate's fault)
-};
-
 struct report {
-  fault f = fault::none;
+  status st = status::ok;
   std::string message;
-  double seconds = 0;  ///< a timed call: from "go" until the executor was idle again
-  explicit operator bool() const noexcept { return f == fault::none; }
+  double seconds = 0;  ///< a timed call: the executor's reading, or until its threads were gone
+  explicit operator bool() const noexcept { return st == status::ok; }
 };
-
-/// The signal's name ("SIGSEGV"), or its number.
-inline std::string signal_text(int sig) {
-  char const* abbrev = ::sigabbrev_np(sig);
-  return abbrev ? std::string("SIG") + abbrev : "signal " + std::to_string(sig);
-}
 
 class executor {
  public:
@@ -341,16 +303,14 @@ class executor {
   executor& operator=(executor const&) = delete;
   ~executor() { stop(); }
 
-  /// Starts the process, loads the module and measures the cost of an empty call.
+  /// Starts the process and loads the module.
   report start() {
     if (auto r = spawn(); !r) return r;
     if (opt_.memory_allowance) limit_memory(vm_bytes() + opt_.memory_allowance);
-    ctl_->cmd = command::load;
     report r;
-    if (!command_round(opt_.run_timeout, r, false)) return r;
-    if (ctl_->result != outcome::ok) return fail(r, outcome_fault(ctl_->result), bounded_message());
+    if (!run(command::load, r)) return r;
     if (auto t = threads_and_state(); t.threads > 1)
-      return fail(r, fault::stray_threads,
+      return fail(r, status::stray_threads,
                   std::to_string(t.threads - 1) +
                       " thread(s) started while the module loaded (static initialisers must not start threads)");
     cpu_settled_ = process_cpu();
@@ -365,30 +325,27 @@ class executor {
     std::uint64_t want = std::max<std::uint64_t>(bytes, data_bytes_ + data_bytes_ / 2);
     want = std::max<std::uint64_t>(page, (want + page - 1) / page * page);
     if (::ftruncate(fd_, static_cast<off_t>(control_bytes + want)) != 0)
-      return fail(r, fault::sandbox_failed, "cannot grow the executor's memory file: " + errno_text());
+      return fail(r, status::sandbox_failed, "cannot grow the executor's memory file: " + errno_text());
     if (data_) ::munmap(data_, data_bytes_);
     data_ = nullptr;
     void* p = ::mmap(nullptr, want, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, control_bytes);
-    if (p == MAP_FAILED) return fail(r, fault::sandbox_failed, "cannot map the executor's data: " + errno_text());
+    if (p == MAP_FAILED) return fail(r, status::sandbox_failed, "cannot map the executor's data: " + errno_text());
     if (limit_ && want > data_bytes_) limit_memory(limit_ + (want - data_bytes_));
     data_ = static_cast<std::byte*>(p);
     data_bytes_ = want;
     ctl_->data_bytes = want;
-    r = run(command::remap);
-    if (r && ctl_->result != outcome::ok) return fail(r, outcome_fault(ctl_->result), bounded_message());
+    (void)run(command::remap, r);
     return r;
   }
 
   [[nodiscard]] std::byte* data() const noexcept { return data_; }
-  [[nodiscard]] std::uint64_t data_bytes() const noexcept { return data_bytes_; }
   [[nodiscard]] control& command_block() noexcept { return *ctl_; }
   [[nodiscard]] bool running() const noexcept { return pid_ > 0; }
-  [[nodiscard]] std::string const& sandbox() const noexcept { return sandbox_; }
 
   /// One kb_kernel call on the tensors set in command_block(), and its time.
   report call() {
-    report r = run(command::call);
-    if (r && ctl_->result != outcome::ok) return fail(r, outcome_fault(ctl_->result), bounded_message());
+    report r;
+    (void)run(command::call, r);
     return r;
   }
 
@@ -440,30 +397,10 @@ class executor {
 
  private:
   static std::string errno_text() { return std::strerror(errno); }
-  static report& fail(report& r, fault f, std::string why) {
-    r.f = f;
+  static report& fail(report& r, status st, std::string why) {
+    r.st = st;
     r.message = std::move(why);
     return r;
-  }
-  static fault outcome_fault(outcome o) {
-    switch (o) {
-      case outcome::ok:
-        return fault::none;
-      case outcome::threw:
-        return fault::threw;
-      case outcome::bad_alloc:
-        return fault::bad_alloc;
-      case outcome::load_failed:
-        return fault::load_failed;
-      case outcome::missing_entry:
-        return fault::missing_entry;
-      case outcome::forbidden:
-        return fault::forbidden;
-      case outcome::bad_command:
-      case outcome::sandbox_failed:
-        break;
-    }
-    return fault::sandbox_failed;
   }
   [[nodiscard]] std::string bounded_message() const {
     return {ctl_->message, ::strnlen(ctl_->message, sizeof ctl_->message)};
@@ -473,16 +410,16 @@ class executor {
     report r;
     fd_ = ::memfd_create("kernelbrain-executor", MFD_CLOEXEC);
     if (fd_ < 0 || ::ftruncate(fd_, control_bytes) != 0)
-      return fail(r, fault::sandbox_failed, "cannot create the executor's memory file: " + errno_text());
+      return fail(r, status::sandbox_failed, "cannot create the executor's memory file: " + errno_text());
     void* m = ::mmap(nullptr, control_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
-    if (m == MAP_FAILED) return fail(r, fault::sandbox_failed, "cannot map the control block: " + errno_text());
+    if (m == MAP_FAILED) return fail(r, status::sandbox_failed, "cannot map the control block: " + errno_text());
     ctl_ = new (m) control{};
     int go[2], dn[2];
-    if (::pipe2(go, O_CLOEXEC) != 0) return fail(r, fault::sandbox_failed, "pipe: " + errno_text());
+    if (::pipe2(go, O_CLOEXEC) != 0) return fail(r, status::sandbox_failed, "pipe: " + errno_text());
     if (::pipe2(dn, O_CLOEXEC) != 0) {
       ::close(go[0]);
       ::close(go[1]);
-      return fail(r, fault::sandbox_failed, "pipe: " + errno_text());
+      return fail(r, status::sandbox_failed, "pipe: " + errno_text());
     }
     const std::string parent = std::to_string(::getpid());
     std::vector<std::string> args = {opt_.program, "--executor", parent, opt_.module};
@@ -509,23 +446,17 @@ class executor {
     ::close(dn[1]);
     go_ = go[1];
     done_ = dn[0];
-    if (pid < 0) return fail(r, fault::sandbox_failed, "fork: " + errno_text());
+    if (pid < 0) return fail(r, status::sandbox_failed, "fork: " + errno_text());
     pid_ = pid;
     ::fcntl(done_, F_SETFL, O_NONBLOCK);
-    ::signal(SIGPIPE, SIG_IGN);  // a write to a dead executor fails with EPIPE instead
     const std::string proc = "/proc/" + std::to_string(pid_);
     stat_fd_ = ::open((proc + "/stat").c_str(), O_RDONLY | O_CLOEXEC);
     sched_fd_ = ::open((proc + "/task/" + std::to_string(pid_) + "/schedstat").c_str(), O_RDONLY | O_CLOEXEC);
     if (stat_fd_ < 0 || ::clock_getcpuclockid(pid_, &cpu_clock_) != 0)
-      return fail(r, fault::sandbox_failed, "cannot watch the executor through /proc: " + errno_text());
+      return fail(r, status::sandbox_failed, "cannot watch the executor through /proc: " + errno_text());
     // The executor says it is confined (or why it could not be) before it loads anything.
     if (!wait_done(std::chrono::steady_clock::now() + std::chrono::seconds(30), r)) return r;
-    if (ctl_->result == outcome::sandbox_failed) return fail(r, fault::sandbox_failed, bounded_message());
-    sandbox_ = ctl_->landlock_abi > 0
-                   ? "seccomp-bpf + Landlock ABI " + std::to_string(ctl_->landlock_abi)
-                   : "seccomp-bpf only (no Landlock: " + bounded_message() +
-                         "; static initialisers may read the files this user can read while the module loads)";
-    ctl_->message[0] = 0;
+    if (ctl_->result == status::sandbox_failed) return fail(r, status::sandbox_failed, bounded_message());
     return r;
   }
 
@@ -598,7 +529,7 @@ class executor {
       const auto now = clock::now();
       if (now >= deadline) {
         stop();
-        fail(r, fault::timed_out,
+        fail(r, status::timed_out,
              "still running after " + seconds_text(opt_.run_timeout) +
                  " (host_options::run_timeout): the worker's watchdog killed it");
         return false;
@@ -617,35 +548,31 @@ class executor {
     while (::waitpid(pid_, &st, 0) < 0 && errno == EINTR) {
     }
     pid_ = -1;
-    const outcome said = ctl_->result;
+    const status said = ctl_->result;
     const int nr = ctl_->syscall_nr;
     stop();
-    if (WIFEXITED(st) && WEXITSTATUS(st) == forbidden_exit && said == outcome::forbidden)
-      fail(r, fault::forbidden,
+    if (WIFEXITED(st) && WEXITSTATUS(st) == forbidden_exit && said == status::forbidden_call)
+      fail(r, status::forbidden_call,
            "forbidden system call " + host_sandbox::syscall_name(nr) +
                " (the host sandbox allows memory, the candidate's own threads, clocks and exit)");
     else if (WIFSIGNALED(st) && WTERMSIG(st) == SIGSYS)
-      fail(r, fault::forbidden, "a forbidden system call (the sandbox's report of which was blocked)");
-    else if (WIFSIGNALED(st))
-      fail(r, fault::crashed,
-           "was killed by signal " + std::to_string(WTERMSIG(st)) + " (" + signal_text(WTERMSIG(st)) + ")");
+      fail(r, status::forbidden_call, "a forbidden system call (the sandbox's report of which was blocked)");
     else
-      fail(r, fault::crashed, "exited with status " + std::to_string(WEXITSTATUS(st)) + " in the middle of a call");
+      fail(r, status::crashed, detail::describe_wait_status(st) + (WIFEXITED(st) ? " in the middle of a call" : ""));
     return false;
   }
 
   /// Sends the command in the control block and waits for "done" (and, when `settle`, for the
   /// executor to be idle again). False with `r` filled when it did not end well.
-  bool command_round(double limit_seconds, report& r, bool settle) {
+  bool command_round(report& r, bool settle) {
     using clock = std::chrono::steady_clock;
     const bool call = ctl_->cmd == command::call;
-    ++ctl_->seq;
     ctl_->call_start_ns = ctl_->call_end_ns = 0;
     // Nothing may have run since the last call ended: between calls the executor sleeps in read().
     if (settle && !idle_since_last_call(r)) return false;
     const double cpu_go = process_cpu(), main_go = main_thread_cpu();
     const auto t_go = clock::now();
-    const auto deadline = t_go + std::chrono::microseconds(static_cast<long long>(limit_seconds * 1e6));
+    const auto deadline = t_go + std::chrono::microseconds(static_cast<long long>(opt_.run_timeout * 1e6));
     const char b = 'g';
     if (::write(go_, &b, 1) != 1) return died(r);
     if (!wait_done(deadline, r)) return false;
@@ -666,14 +593,14 @@ class executor {
       if (clock::now() >= deadline) {
         stop();
         if (c.threads > 1)
-          fail(r, fault::stray_threads,
+          fail(r, status::stray_threads,
                std::to_string(c.threads - 1) +
                    " thread(s) still running after kb_kernel returned: a candidate must finish (join) its threads "
                    "before returning");
         else
-          fail(r, fault::timing_mismatch,
+          fail(r, status::timing_mismatch,
                "the executor said the call was done, but its main thread was still running " +
-                   seconds_text(limit_seconds) + " later");
+                   seconds_text(opt_.run_timeout) + " later");
         return false;
       }
       if (round > 50) std::this_thread::sleep_for(std::chrono::microseconds(round > 500 ? 1000 : 50));
@@ -687,7 +614,7 @@ class executor {
       return mismatch(r, "two \"done\" signals for one call: the candidate wrote one itself");
     r.seconds = std::chrono::duration<double>(t_settled - t_go).count();
     // A call that ended in an error (an exception) has no time to check: call() reports the error.
-    return !call || ctl_->result != outcome::ok ||
+    return !call || ctl_->result != status::ok ||
            time_call(r, t_go, t_done, t_threads, threads_lingered, cpu_go, main_go);
   }
 
@@ -735,7 +662,7 @@ class executor {
   static double ns_to_s(std::int64_t v) { return static_cast<double>(v) * 1e-9; }
   bool mismatch(report& r, std::string why) {
     stop();
-    fail(r, fault::timing_mismatch, std::move(why));
+    fail(r, status::timing_mismatch, std::move(why));
     return false;
   }
 
@@ -751,14 +678,32 @@ class executor {
                            "timed calls");
   }
 
-  report run(command c) {
-    report r;
-    if (pid_ <= 0) return fail(r, fault::crashed, "the executor is not running");
+  /// Runs command `c`; false with `r` filled when it did not end well, the executor's own answer
+  /// (an exception, a load that failed) included. Loading is not a call: no settling, no census.
+  bool run(command c, report& r) {
+    if (pid_ <= 0) {
+      fail(r, status::crashed, "is not running: its executor ended earlier");
+      return false;
+    }
     ctl_->cmd = c;
-    ctl_->result = outcome::ok;
+    ctl_->result = status::ok;
     ctl_->message[0] = 0;
-    (void)command_round(opt_.run_timeout, r, true);
-    return r;
+    if (!command_round(r, c != command::load)) return false;
+    const status said = ctl_->result;
+    if (said == status::ok) return true;
+    // The executor's honest answers to each command; the candidate can write the control block, and
+    // anything else it writes there is its doing, not the evaluator's fault.
+    const bool honest = said == status::bad_alloc ||
+                        (c == command::load && (said == status::load_failed || said == status::missing_entry ||
+                                                said == status::sandbox_failed)) ||
+                        (c == command::call && said == status::threw);
+    if (honest)
+      fail(r, said, bounded_message());
+    else
+      fail(r, status::crashed,
+           "wrote over its executor's control block (status " + std::to_string(static_cast<std::uint32_t>(said)) +
+               ", an answer the executor never gives to this command)");
+    return false;
   }
 
   static std::string seconds_text(double seconds) {
@@ -781,7 +726,6 @@ class executor {
   std::uint64_t limit_ = 0;
   clockid_t cpu_clock_{};
   double cpu_settled_ = -1;
-  std::string sandbox_;
   struct {
     std::vector<double> outside, between;  ///< per call: main-thread CPU outside kb_kernel; CPU before it
   } stats_;

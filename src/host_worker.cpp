@@ -43,34 +43,6 @@ using namespace kernelbrain::detail;  // the worker side of the wire protocol
 namespace hp = kernelbrain::detail::host_protocol;
 namespace hx = kernelbrain::host_exec;
 
-hp::status status_of(hx::fault f) {
-  switch (f) {
-    case hx::fault::none:
-      return hp::status::ok;
-    case hx::fault::crashed:
-      return hp::status::crashed;
-    case hx::fault::forbidden:
-      return hp::status::forbidden_call;
-    case hx::fault::timed_out:
-      return hp::status::timed_out;
-    case hx::fault::timing_mismatch:
-      return hp::status::timing_mismatch;
-    case hx::fault::stray_threads:
-      return hp::status::stray_threads;
-    case hx::fault::threw:
-      return hp::status::threw;
-    case hx::fault::bad_alloc:
-      return hp::status::bad_alloc;
-    case hx::fault::load_failed:
-      return hp::status::load_failed;
-    case hx::fault::missing_entry:
-      return hp::status::missing_entry;
-    case hx::fault::sandbox_failed:
-      break;
-  }
-  return hp::status::sandbox_failed;
-}
-
 /// This program's own path (the executor mode is started from it).
 std::string own_path() {
   char buf[PATH_MAX];
@@ -88,7 +60,7 @@ class host_worker {
         case hp::request::load: {
           const auto q = hp::decode_run(body);
           run_timeout_ = q.call_timeout;
-          (void)executor_for(q.module, q.memory_allowance, {}, rep);
+          (void)executor_for(q.module, q.memory_allowance, rep);
           break;
         }
         case hp::request::run:
@@ -108,7 +80,7 @@ class host_worker {
   }
 
  private:
-  /// A module's executor and the tensors of the request it is serving.
+  /// A module's executor.
   struct slot {
     std::string module;
     std::unique_ptr<hx::executor> ex;
@@ -122,17 +94,16 @@ class host_worker {
   /// Records an executor's failure; the executor is dropped (a later request starts a fresh one).
   bool fail(hp::reply& rep, hx::report const& r, std::string const& module) {
     forget(module);
-    return fail(rep, status_of(r.f), r.message);
+    return fail(rep, r.st, r.message);
   }
 
   void forget(std::string const& module) {
     std::erase_if(live_, [&](slot const& s) { return s.module == module; });
   }
 
-  /// The running executor of `module`, started (and loaded) if there is none. `keep`: a module whose
-  /// executor must not be ended to make room. Null, with the reason in `rep`, when it cannot start.
-  hx::executor* executor_for(std::string const& module, std::uint64_t memory_allowance, std::string const& keep,
-                             hp::reply& rep) {
+  /// The running executor of `module`, started (and loaded) if there is none; to make room the least
+  /// recently used one is ended. Null, with the reason in `rep`, when it cannot start.
+  hx::executor* executor_for(std::string const& module, std::uint64_t memory_allowance, hp::reply& rep) {
     for (auto it = live_.begin(); it != live_.end(); ++it)
       if (it->module == module && it->ex->running()) {
         live_.splice(live_.begin(), live_, it);  // most recently used first
@@ -140,11 +111,7 @@ class host_worker {
       }
     forget(module);
     // A few executors at a time: the candidate, the incumbent it is timed against, and a spare.
-    while (live_.size() >= max_live) {
-      auto victim = std::prev(live_.end());
-      if (victim->module == keep && live_.size() > 1) victim = std::prev(victim);
-      live_.erase(victim);
-    }
+    while (live_.size() >= max_live) live_.pop_back();
     hx::executor::options o;
     o.program = program_;
     o.module = module;
@@ -218,7 +185,7 @@ class host_worker {
 
   void run(hp::run_request const& q, hp::reply& rep) {
     run_timeout_ = q.call_timeout;
-    auto* ex = executor_for(q.module, q.memory_allowance, {}, rep);
+    auto* ex = executor_for(q.module, q.memory_allowance, rep);
     if (!ex || !stage(*ex, q, q.outputs, rep)) return;
     ex->begin_request();  // one call: only the per-call checks apply
     double s = 0;
@@ -301,17 +268,14 @@ class host_worker {
     for (std::size_t k = 0; k < q.last_inputs.size(); ++k) last.push_back({q.last_inputs[k], q.a.inputs[k].count});
     if (!check_refs(last, q.a.arena_bytes, rep)) return;
     ensure_flush_buffer(q.flush_bytes);
-    auto* a = executor_for(q.a.module, q.a.memory_allowance, q.module_b, rep);
+    auto* a = executor_for(q.a.module, q.a.memory_allowance, rep);
     if (!a || !stage(*a, q.a, q.a.outputs, rep)) return;
     hx::executor* b = nullptr;
     if (ab) {
       hp::run_request qb = q.a;
       qb.module = q.module_b;
-      if (!(b = executor_for(q.module_b, q.a.memory_allowance, q.a.module, rep)) || !stage(*b, qb, q.outputs_b, rep))
-        return;
-      // Starting b may have ended a's executor to make room: a is needed too.
-      if (!(a = executor_for(q.a.module, q.a.memory_allowance, q.module_b, rep)) || !stage(*a, q.a, q.a.outputs, rep))
-        return;
+      // a, used just now, is the most recently used executor: making room for b never ends it.
+      if (!(b = executor_for(q.module_b, q.a.memory_allowance, rep)) || !stage(*b, qb, q.outputs_b, rep)) return;
     }
     ctx_->heartbeat();
     for (auto* ex : {a, b})
@@ -388,6 +352,8 @@ int main(int argc, char** argv) {
           // Nothing another process of this user runs (a candidate's executor included) may read this
           // one's memory or descriptors through /proc.
           ::prctl(PR_SET_DUMPABLE, 0);
+          // A write to a dead executor's pipe fails with EPIPE (and the executor's death is read).
+          ::signal(SIGPIPE, SIG_IGN);
         });
   }
   std::fprintf(
