@@ -24,17 +24,18 @@ BUILD_DIR=${BUILD_DIR:-$KB_ROOT/build/release}
 BUILD_TYPE=${BUILD_TYPE:-Release}
 KB_DEPS_DIR=${KB_DEPS_DIR:-$KB_ROOT/.deps}
 
-kb_items=(cxx cmake ninja boost fmt cli11 doctest benchmark clang_format clang_tidy cuda)
-declare -A kb_label=([cxx]="C++ compiler" [cmake]=cmake [ninja]=ninja [boost]=Boost [fmt]=fmt
+kb_items=(cxx cmake ninja boost zlib fmt cli11 doctest benchmark clang_format clang_tidy cuda)
+declare -A kb_label=([cxx]="C++ compiler" [cmake]=cmake [ninja]=ninja [boost]=Boost [zlib]=zlib [fmt]=fmt
   [cli11]=CLI11 [doctest]=doctest [benchmark]="Google Benchmark" [clang_format]=clang-format
   [clang_tidy]=clang-tidy [cuda]="CUDA toolkit")
 declare -A kb_probe=([cxx]="g++ >= 11 or clang++ >= 14" [cmake]="cmake >= 3.25" [ninja]=ninja
-  [boost]="boost/version.hpp, >= 1.81" [fmt]="fmt/format.h + fmt-config.cmake"
+  [boost]="boost/version.hpp, >= 1.81" [zlib]="zlib.h + libz" [fmt]="fmt/format.h + fmt-config.cmake"
   [cli11]="CLI/CLI.hpp + CLI11Config.cmake" [doctest]="doctest/doctest.h + doctestConfig.cmake"
   [benchmark]="benchmark/benchmark.h + libbenchmark + benchmarkConfig.cmake"
   [clang_format]=clang-format [clang_tidy]=clang-tidy [cuda]="nvcc or include/nvrtc.h")
 declare -A kb_purpose=([cxx]="building everything (C++20)" [cmake]="configuring the build"
   [ninja]="building (optional: make otherwise)" [boost]="the library (JSON, Asio, Beast)"
+  [zlib]="the library (reading gzip-compressed recordings)"
   [fmt]="the command-line program (apps/kernelbrain)" [cli11]="the command-line program (apps/kernelbrain)"
   [doctest]="the test suite (tests/)" [benchmark]="the benchmarks (bench/)"
   [clang_format]="the format check of the test command" [clang_tidy]="the lint check of the test command"
@@ -209,6 +210,7 @@ kb_decide_needs() {
 kb_detect() {
   local i
   kb_check_cxx; kb_check_cmake; kb_check_ninja; kb_check_boost; kb_check_fmt
+  if kb_find_header zlib.h; then kb_set zlib ok found "$kb_reply"; else kb_set zlib missing "-"; fi
   kb_check_header cli11 CLI/CLI.hpp CLI11 CLI/Version.hpp CLI11_VERSION
   kb_check_header doctest doctest/doctest.h doctest doctest/doctest.h DOCTEST_VERSION
   kb_check_benchmark
@@ -249,6 +251,7 @@ kb_package() {
     cmake) [ "$kb_distro" = ubuntu22.04 ] && kb_reply="" || kb_reply=cmake ;;
     ninja) kb_reply=ninja-build ;;
     boost) case $kb_distro in ubuntu24.04) kb_reply=libboost1.83-dev ;; ubuntu22.04) kb_reply="" ;; *) kb_reply=libboost1.81-dev ;; esac ;;
+    zlib) kb_reply=zlib1g-dev ;;
     fmt) kb_reply=libfmt-dev ;;
     cli11) kb_reply=libcli11-dev ;;
     doctest) kb_reply=doctest-dev ;;
@@ -341,7 +344,7 @@ kb_try_offline_debs() {
   local debs=("$KB_DEPS_DIR"/debs/*.deb) deb i name dep contents
   [ -e "${debs[0]}" ] || return 0
   kb_which dpkg-deb || { kb_apt_problem+=("$KB_DEPS_DIR/debs has .deb files, but there is no dpkg-deb"); return 0; }
-  local -A header=([boost]=boost/version.hpp [fmt]=fmt/format.h [cli11]=CLI/CLI.hpp
+  local -A header=([boost]=boost/version.hpp [zlib]=zlib.h [fmt]=fmt/format.h [cli11]=CLI/CLI.hpp
     [doctest]=doctest/doctest.h [benchmark]=benchmark/benchmark.h)
   local -A selected=() wanted=()
   for deb in "${debs[@]}"; do
@@ -395,7 +398,7 @@ kb_fail_missing() {
       if [ -n "$kb_reply" ]; then
         what="install package $kb_reply"
         case $i in  # libraries can be unpacked from .debs; tools cannot
-          boost | fmt | cli11 | doctest | benchmark)
+          boost | zlib | fmt | cli11 | doctest | benchmark)
             download+=("$kb_reply"); kb_library_package "$i"; [ -z "$kb_reply" ] || download+=("$kb_reply") ;;
         esac
       else kb_no_package "$i"; what=$kb_reply; fi

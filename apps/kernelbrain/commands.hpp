@@ -6,7 +6,7 @@
 //   run_X(...)                 does the work, given the converted options.
 // main.cpp calls every register_X before parsing and runs the one subcommand that was chosen.
 //
-// Adding a subcommand (the ones to come: ablate, report, export): write X.cpp with register_X and
+// Adding a subcommand (the ones to come: report, export): write X.cpp with register_X and
 // run_X, declare both here, call register_X in main.cpp, add X.cpp to apps/kernelbrain/CMakeLists.txt,
 // document it in docs/cli.md and test it in tests/test_cli.cpp. Options shared by several
 // subcommands (budgets, strategy specs, ...) are parsed and checked in arguments.hpp.
@@ -15,12 +15,15 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 #include "arguments.hpp"
 
 namespace kernelbrain {
 class evaluator;
 struct problem;
+struct recording;
 }  // namespace kernelbrain
 
 namespace CLI {
@@ -60,6 +63,32 @@ struct check_options {
   bool no_catalogue = false;
 };
 int run_check(check_options const& options);
+
+/// record: sweep a problem's template space on a real backend into a recording for replay (record.cpp).
+[[nodiscard]] subcommand register_record(CLI::App& app);
+/// The problem a recording was made from (found by its name and backend, as tune finds a built-in
+/// problem), narrowed to the recorded points (replay_problem); throws when it changed since (record.cpp).
+[[nodiscard]] problem recorded_problem(recording const& rec);
+
+/// fidelity: how well each shape and rung of the standard ladder predicts the top rung, on recordings (fidelity.cpp).
+[[nodiscard]] subcommand register_fidelity(CLI::App& app);
+
+/// ablate: strategies x problems x seeds under equal budgets, as one Markdown table; --expect compares it
+/// with a committed one (ablate.cpp; the backends it runs on: ablation.hpp).
+[[nodiscard]] subcommand register_ablate(CLI::App& app);
+struct ablate_options {
+  std::vector<std::string> problems;      ///< as for tune; for the replay backend, recordings
+  std::string backend;                    ///< "" = each problem's own
+  std::vector<strategy_spec> strategies;  ///< one row each, in this order
+  std::uint64_t seeds = 10;               ///< every run of a row has a seed of 1..seeds
+  budget limits;                          ///< every run's; a device-time or evaluation limit
+  std::string budget_text = "300evals";
+  double tolerance = 0.05;                          ///< "reached": within this fraction of the best
+  std::optional<std::filesystem::path> recordings;  ///< replay: where problem names are looked up
+  std::optional<std::filesystem::path> out;         ///< also write the table here
+  std::optional<std::filesystem::path> expect;      ///< compare the table with this file's (exit 1 if it differs)
+};
+int run_ablate(ablate_options const& options);
 
 /// Shared by tune and eval: a problem directory (the argument itself, or a built-in problem's), and the
 /// evaluator of a host or cuda problem (usage_error when the problem is written for another backend).

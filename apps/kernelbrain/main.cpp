@@ -71,8 +71,9 @@ int run(int argc, char** argv) {
                        "Print the version and exit")
       ->trigger_on_parse();
   app.require_subcommand(1);
-  const std::vector<subcommand> commands{register_tune(app), register_list_strategies(app), register_prompts(app),
-                                         register_eval(app), register_check(app)};
+  const std::vector<subcommand> commands{register_tune(app),   register_list_strategies(app), register_prompts(app),
+                                         register_eval(app),   register_check(app),           register_record(app),
+                                         register_ablate(app), register_fidelity(app)};
   for (auto const& c : commands) add_help_flag(*c.app);
   app.footer(app_footer);  // after the subcommands: they would inherit it
   try {

@@ -16,10 +16,12 @@
 #include "kernelbrain/generate/llm/impl/http_client.ipp"
 #include "kernelbrain/io/impl/journal.ipp"
 #include "kernelbrain/io/impl/problem_loader.ipp"
+#include "kernelbrain/io/impl/recording.ipp"
 #if defined(__linux__)  // process-isolated backends: posix_spawn, memfd_create, /proc
 #include "kernelbrain/detail/impl/host_compiler.ipp"
 #include "kernelbrain/detail/impl/worker_process.ipp"
 #include "kernelbrain/evaluate/impl/cuda.ipp"  // parent side only: no CUDA headers or libraries
 #include "kernelbrain/evaluate/impl/host.ipp"
 #include "kernelbrain/evaluate/impl/launch_plan.ipp"
+#include "kernelbrain/evaluate/impl/replay.ipp"
 #endif

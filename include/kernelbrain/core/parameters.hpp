@@ -82,6 +82,9 @@ struct parameter_def {
 struct parameter_space {
   std::vector<parameter_def> params;
   std::vector<std::string> constraints;  ///< each must evaluate non-zero, e.g. "BLOCK*VEC <= 4096"
+  /// When not empty, the only points admitted (those of them the values and constraints also admit):
+  /// a recorded sample of the space, as the replay backend searches it (evaluate/replay.hpp).
+  std::vector<parameters> points;
 
   /// A space without parameters has one point (a fixed template), not zero.
   [[nodiscard]] std::uint64_t cardinality() const noexcept {
@@ -99,6 +102,7 @@ struct parameter_space {
       auto v = p.find(d.name);
       if (!v || std::find(d.values.begin(), d.values.end(), *v) == d.values.end()) return false;
     }
+    if (!points.empty() && std::find(points.begin(), points.end(), p) == points.end()) return false;
     auto look = p.lookup();
     // A constraint that cannot be evaluated here (an overflow at extreme values) admits nothing.
     for (auto const& c : constraints) {
@@ -120,9 +124,14 @@ struct parameter_space {
     }
     return p;
   }
-  /// Every admitted point, in index order.
+  /// Every admitted point, in index order (in the order of `points` when that is not empty).
   [[nodiscard]] std::vector<parameters> enumerate() const {
     std::vector<parameters> out;
+    if (!points.empty()) {
+      for (auto const& p : points)
+        if (admits(p)) out.push_back(p);
+      return out;
+    }
     for (std::uint64_t i = 0, n = cardinality(); i < n; ++i)
       if (auto p = at(i); admits(p)) out.push_back(std::move(p));
     return out;

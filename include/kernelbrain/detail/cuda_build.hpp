@@ -24,6 +24,7 @@ struct built {
   std::string cubin;
   std::vector<cuda_protocol::plan> plans;  ///< per shape
   resources res;
+  double compile_seconds = 0;  ///< wall seconds of its NVRTC run; 0 for a cached cubin
 };
 
 /// What the worker cross-checks against cuFuncGetAttribute: the cubin's view of each kernel.

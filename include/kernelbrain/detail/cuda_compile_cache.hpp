@@ -12,12 +12,15 @@
 
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <optional>
 #include <sstream>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 #include "kernelbrain/core/error.hpp"
@@ -33,6 +36,7 @@ namespace kernelbrain::detail::cuda {
 struct compiled {
   verdict result;
   std::string cubin, log;
+  double seconds = 0;  ///< wall seconds of the NVRTC run that made it, when this process ran it; else 0
 };
 
 /// An exclusive lock on `<key>.lock` for the lifetime of the object (flock: released by close, so
@@ -144,6 +148,10 @@ class compile_cache {
       ss << in.rdbuf();
       c.log = ss.str();
       ++hits_;
+      // A background compile's cubin is found on disk when the search asks for it (the pool keeps
+      // only failures): its NVRTC time is the one this process measured.
+      const std::lock_guard lk(seconds_mu_);
+      if (auto it = seconds_.find(key); it != seconds_.end()) c.seconds = it->second;
       return c;
     }
     ++compiles_;
@@ -156,7 +164,9 @@ class compile_cache {
     std::ofstream(src, std::ios::binary) << source;
     std::vector<std::string> argv = {worker_exe_, "--compile", src, cubin};
     for (auto const& o : options_) argv.push_back(o);
+    const auto started = std::chrono::steady_clock::now();
     const auto r = run_captured(argv, ceil_millis(compile_timeout_), 256 * 1024);
+    c.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     c.log = r.output;
     auto cleanup = [&] {
       fs::remove(src, ec);
@@ -178,6 +188,10 @@ class compile_cache {
       return c;
     }
     std::ofstream(log) << c.log;
+    {
+      const std::lock_guard lk(seconds_mu_);
+      seconds_[key] = c.seconds;
+    }
     fs::rename(cubin, c.cubin, ec);
     if (!ec) fs::rename(log, base + ".log", ec);
     if (ec) {  // keep going with this process's copy; the cache just misses next time
@@ -193,6 +207,8 @@ class compile_cache {
   std::string dir_, nvrtc_version_;
   std::vector<std::string> options_;
   std::atomic<std::size_t> compiles_{0}, hits_{0};
+  std::mutex seconds_mu_;
+  std::unordered_map<std::uint64_t, double> seconds_;  ///< NVRTC wall seconds of the compiles this process ran
   /// Failed compiles are remembered (not cached on disk: a killed compile depends on the limit).
   /// Declared last: its threads stop before anything they use goes away.
   compile_pool<compiled> pool_{[](compiled const& c) { return !c.result; }};

@@ -82,6 +82,9 @@ class cuda_evaluator final : public evaluator {
   /// nullopt when it does not build. Needs no GPU: they come from the cubin.
   [[nodiscard]] KERNELBRAIN_DECL std::optional<resources> resources_of(candidate const& c);
 
+  /// Wall seconds of the NVRTC run that compiled `c` (0 when its cubin came from the cache); nullopt
+  /// before `c` was built.
+  [[nodiscard]] KERNELBRAIN_DECL std::optional<double> compile_seconds(candidate const& c) const;
   [[nodiscard]] KERNELBRAIN_DECL std::size_t worker_starts() const;
   [[nodiscard]] KERNELBRAIN_DECL std::size_t compiles() const;
   [[nodiscard]] KERNELBRAIN_DECL std::size_t cache_hits() const;

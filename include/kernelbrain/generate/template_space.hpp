@@ -43,8 +43,14 @@ namespace kernelbrain {
   return make_candidate(h.name, std::move(p), std::move(origin), parent, std::move(src), std::move(launch));
 }
 
-/// A uniformly random admitted point, or nullopt after `tries` rejections by the constraints.
+/// A uniformly random admitted point, or nullopt after `tries` rejections by the constraints. A space
+/// narrowed to a list of points (parameter_space::points) draws from that list.
 [[nodiscard]] inline std::optional<parameters> random_point(parameter_space const& s, rng& r, int tries = 64) {
+  if (!s.points.empty()) {
+    for (int i = 0; i < tries; ++i)
+      if (auto const& p = s.points[r.below(s.points.size())]; s.admits(p)) return p;
+    return std::nullopt;
+  }
   const auto n = s.cardinality();
   if (n == 0) return std::nullopt;
   for (int i = 0; i < tries; ++i)

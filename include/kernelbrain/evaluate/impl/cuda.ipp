@@ -215,6 +215,7 @@ struct cuda_evaluator::state {
       cc = compiler.compile(c.source);
       b.result = cc.result;
       b.cubin = cc.cubin;
+      b.compile_seconds = cc.seconds;
     }
     cubin_info info;
     if (b.result) {
@@ -393,6 +394,11 @@ std::optional<resources> cuda_evaluator::resources_of(candidate const& c) {
   auto const& b = s_->build(c);
   if (!b.result) return std::nullopt;
   return b.res;
+}
+std::optional<double> cuda_evaluator::compile_seconds(candidate const& c) const {
+  std::lock_guard lk(s_->mu);
+  if (auto it = s_->builds.find(c.id.value); it != s_->builds.end()) return it->second.compile_seconds;
+  return std::nullopt;
 }
 std::size_t cuda_evaluator::worker_starts() const {
   std::lock_guard lk(s_->mu);
