@@ -69,5 +69,17 @@ inline bool contains(std::string const& text, std::string const& needle) {
   return text.find(needle) != std::string::npos;
 }
 
+/// A usage error: exit code 2 and a message on stderr that holds every needle (the argument's name...).
+inline void check_usage_error(std::vector<std::string> const& args, std::vector<std::string> const& needles,
+                              temp_dir const& dir) {
+  std::string command = "kernelbrain";
+  for (auto const& a : args) command += " " + a;
+  INFO(command);
+  const auto r = run_cli(args, dir);
+  CHECK_MESSAGE(r.exit_code == 2, "exit code ", r.exit_code, ", stderr: ", r.err);
+  for (auto const& needle : needles) CHECK_MESSAGE(contains(r.err, needle), "'", needle, "' not in stderr: ", r.err);
+  CHECK_MESSAGE(r.out.empty(), "a usage error printed on stdout: ", r.out);
+}
+
 }  // namespace kb_test
 #endif

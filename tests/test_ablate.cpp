@@ -71,15 +71,10 @@ int share_sum(std::string const& spend, std::vector<std::string>& names) {
   return sum;
 }
 
-void check_usage_error(std::vector<std::string> args, std::vector<std::string> const& needles, temp_dir const& dir) {
+void check_ablate_usage_error(std::vector<std::string> args, std::vector<std::string> const& needles,
+                              temp_dir const& dir) {
   args.insert(args.begin(), "ablate");
-  std::string command = "kernelbrain";
-  for (auto const& a : args) command += " " + a;
-  INFO(command);
-  const auto r = run_cli(args, dir);
-  CHECK_MESSAGE(r.exit_code == 2, "exit code ", r.exit_code, ", stderr: ", r.err);
-  for (auto const& needle : needles) CHECK_MESSAGE(contains(r.err, needle), "'", needle, "' not in stderr: ", r.err);
-  CHECK_MESSAGE(r.out.empty(), "a usage error printed on stdout: ", r.out);
+  kb_test::check_usage_error(args, needles, dir);
 }
 
 }  // namespace
@@ -193,22 +188,23 @@ TEST_CASE("ablate: --expect passes on the table it was given and names the line 
 
 TEST_CASE("ablate: usage errors exit with code 2 and say what is wrong") {
   temp_dir dir("ablate_errors");
-  check_usage_error({"--budget", "60evals"}, {"problem", "required"}, dir);
-  check_usage_error({"synthetic", "--strategies", "default,nosuch"}, {"--strategies", "unknown strategy 'nosuch'"},
-                    dir);
-  check_usage_error({"synthetic", "--strategies", "default,"}, {"--strategies", "separated by commas"}, dir);
-  check_usage_error({"synthetic", "--strategies", "sha,sha"}, {"--strategies", "'sha' is given twice"}, dir);
-  check_usage_error({"synthetic", "--strategies", "llm-only"}, {"--strategies", "needs a model"}, dir);
-  check_usage_error({"synthetic", "--strategies", "sha:bogus=1"}, {"--strategies", "bogus"}, dir);
-  check_usage_error({"synthetic", "--budget", "2Mtokens"}, {"--budget", "neither device time nor evaluations"}, dir);
-  check_usage_error({"synthetic", "--budget", "300"}, {"--budget", "'300' has no unit"}, dir);
-  check_usage_error({"synthetic", "--seeds", "0"}, {"--seeds", "at least 1"}, dir);
-  check_usage_error({"synthetic", "--tolerance", "-0.1"}, {"--tolerance", "0 or more"}, dir);
-  check_usage_error({"synthetic", "--backend", "gpu"}, {"--backend", "unknown backend 'gpu'"}, dir);
-  check_usage_error({"synthetic", "--backend", "host"}, {"needs a problem directory"}, dir);
-  check_usage_error({"softmax", "--backend", "synthetic"}, {"'softmax'"}, dir);
-  check_usage_error({"synthetic", "synthetic:7"}, {"'synthetic:7' is given twice"}, dir);
-  check_usage_error({"synthetic", "--expect", (dir / "missing.md").string()}, {"--expect"}, dir);
+  check_ablate_usage_error({"--budget", "60evals"}, {"problem", "required"}, dir);
+  check_ablate_usage_error({"synthetic", "--strategies", "default,nosuch"},
+                           {"--strategies", "unknown strategy 'nosuch'"}, dir);
+  check_ablate_usage_error({"synthetic", "--strategies", "default,"}, {"--strategies", "separated by commas"}, dir);
+  check_ablate_usage_error({"synthetic", "--strategies", "sha,sha"}, {"--strategies", "'sha' is given twice"}, dir);
+  check_ablate_usage_error({"synthetic", "--strategies", "llm-only"}, {"--strategies", "needs a model"}, dir);
+  check_ablate_usage_error({"synthetic", "--strategies", "sha:bogus=1"}, {"--strategies", "bogus"}, dir);
+  check_ablate_usage_error({"synthetic", "--budget", "2Mtokens"}, {"--budget", "neither device time nor evaluations"},
+                           dir);
+  check_ablate_usage_error({"synthetic", "--budget", "300"}, {"--budget", "'300' has no unit"}, dir);
+  check_ablate_usage_error({"synthetic", "--seeds", "0"}, {"--seeds", "at least 1"}, dir);
+  check_ablate_usage_error({"synthetic", "--tolerance", "-0.1"}, {"--tolerance", "0 or more"}, dir);
+  check_ablate_usage_error({"synthetic", "--backend", "gpu"}, {"--backend", "unknown backend 'gpu'"}, dir);
+  check_ablate_usage_error({"synthetic", "--backend", "host"}, {"needs a problem directory"}, dir);
+  check_ablate_usage_error({"softmax", "--backend", "synthetic"}, {"'softmax'"}, dir);
+  check_ablate_usage_error({"synthetic", "synthetic:7"}, {"'synthetic:7' is given twice"}, dir);
+  check_ablate_usage_error({"synthetic", "--expect", (dir / "missing.md").string()}, {"--expect"}, dir);
 
   const auto help = run_cli({"ablate", "--help"}, dir);
   CHECK_MESSAGE(help.exit_code == 0, help.err);

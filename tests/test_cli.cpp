@@ -33,6 +33,7 @@ extern char** environ;
 using namespace kernelbrain;
 namespace fs = std::filesystem;
 using kb_test::check_same;
+using kb_test::check_usage_error;
 using kb_test::cli_run;
 using kb_test::contains;
 using kb_test::event_signatures;
@@ -45,22 +46,6 @@ using kb_test::spit;
 using kb_test::split_lines;
 using kb_test::summary;
 using kb_test::temp_dir;
-
-namespace {
-
-/// A usage error: exit code 2 and a message on stderr that holds every needle (the argument's name...).
-void check_usage_error(std::vector<std::string> const& args, std::vector<std::string> const& needles,
-                       temp_dir const& dir) {
-  std::string command = "kernelbrain";
-  for (auto const& a : args) command += " " + a;
-  INFO(command);
-  const auto r = run_cli(args, dir);
-  CHECK_MESSAGE(r.exit_code == 2, "exit code ", r.exit_code, ", stderr: ", r.err);
-  for (auto const& needle : needles) CHECK_MESSAGE(contains(r.err, needle), "'", needle, "' not in stderr: ", r.err);
-  CHECK_MESSAGE(r.out.empty(), "a usage error printed on stdout: ", r.out);
-}
-
-}  // namespace
 
 TEST_CASE("cli: a run killed with SIGKILL and resumed ends exactly like an uninterrupted one") {
   temp_dir dir("cli_resume");

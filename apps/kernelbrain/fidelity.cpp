@@ -159,6 +159,16 @@ int run_fidelity(fidelity_options const& o) {
       fmt::print("| {} | {} | {} | {:.3f} | {:.2f} | {:.2f} |\n", r.name, shape_list(prob, r.shapes), r.samples, f.rho,
                  f.recall, 1e3 * f.seconds);
     }
+    // The middle rung with fewer samples and one warm-up: what a cheaper screen would rank.
+    if (ladder.rungs().size() > 2)
+      for (int n : {5, 3}) {
+        rung alt = ladder.rungs()[1];
+        alt.samples = n;
+        alt.warmup = 1;
+        const auto f = judge(ev, cands, truth, alt, base, o.draws, o.seed);
+        fmt::print("| {} with {} samples, 1 warm-up | {} | {} | {:.3f} | {:.2f} | {:.2f} |\n", alt.name, n,
+                   shape_list(prob, alt.shapes), n, f.rho, f.recall, 1e3 * f.seconds);
+      }
   }
   return 0;
 }

@@ -80,7 +80,7 @@ done
 # Fake prefixes (what /usr holds on each machine).
 header() { write "$1/include/$2" <<< "$3"; }
 config() { write "$1/$2" <<< "# CMake package config"; }  # where Debian/Ubuntu put it
-boost() { header "$1" boost/version.hpp "#define BOOST_VERSION $2"; }
+boost() { header "$1" boost/version.hpp "#define BOOST_VERSION $2"; header "$1" zlib.h '#define ZLIB_VERSION "1.2.13"'; }  # with zlib
 fmt() { header "$1" fmt/core.h "#define FMT_VERSION $2"; header "$1" fmt/format.h '#include "core.h"'
         config "$1" lib/x86_64-linux-gnu/cmake/fmt/fmt-config.cmake; }
 cli11() { header "$1" CLI/CLI.hpp '#pragma once'

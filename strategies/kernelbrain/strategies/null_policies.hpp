@@ -1,6 +1,5 @@
 // Null policies for ablations: a gate that admits everything and a ladder with a single rung.
 #pragma once
-#include <numeric>
 #include <span>
 #include <string>
 #include <utility>
@@ -43,10 +42,13 @@ class one_rung_ladder {
     if (rung_.front().samples < 1) throw error("one_rung_ladder: rung '" + rung_.front().name + "' needs samples >= 1");
   }
 
-  /// Every shape of `p`, `samples` timed samples each, no A/B and no profile.
+  /// Every timed shape of `p`, `samples` timed samples each, no A/B and no profile.
+  /// Shapes of tier "wide" are left out: they are for the gate, never timed (is_timed_shape; replay
+  /// found this rung timing them: a recording has no samples there, as a search should not).
   [[nodiscard]] static one_rung_ladder all_shapes(problem const& p, int samples = 10) {
-    std::vector<std::size_t> all(p.shapes.size());
-    std::iota(all.begin(), all.end(), std::size_t{0});
+    std::vector<std::size_t> all;
+    for (std::size_t i = 0; i < p.shapes.size(); ++i)
+      if (is_timed_shape(p.shapes[i])) all.push_back(i);
     return one_rung_ladder(rung{"full", std::move(all), samples, 1, 1, false, false});
   }
   /// Every shape of `p`, `o.samples` timed samples each.

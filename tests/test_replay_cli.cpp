@@ -1,0 +1,99 @@
+// The recorded-landscape commands as a user runs them: `ablate --backend replay` on the committed H200
+// recording of softmax against its committed table (tests/expectations/; the CI check of issue 12),
+// `fidelity` on a committed recording, and `record` on the host backend: a sweep in two parts that
+// replays, and its usage errors.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <kernelbrain/io/recording.hpp>
+#include <string>
+#include <vector>
+#include "cli_helpers.hpp"
+#include "journal_helpers.hpp"
+#include "temp_dir.hpp"
+
+#ifdef KB_CLI_PATH
+
+using kb_test::contains;
+using kb_test::run_cli;
+using kb_test::temp_dir;
+
+namespace {
+
+std::string source_path(std::string const& rel) { return (std::filesystem::path(KB_SOURCE_DIR) / rel).string(); }
+
+}  // namespace
+
+TEST_CASE("ablate on replay: the recorded softmax gives its committed table") {
+  const temp_dir dir("replay_ablate");
+  // Regenerate after a deliberate change of a strategy, the ladder or replay with the same command and
+  // --out tests/expectations/ablate-replay-softmax.md, and say why in the commit.
+  const auto r = run_cli({"ablate", source_path("bench/recordings/softmax.jsonl.gz"), "--backend", "replay",
+                          "--strategies", "default,exhaustive,random,sha,hyperband", "--seeds", "3", "--budget", "30s",
+                          "--expect", source_path("tests/expectations/ablate-replay-softmax.md")},
+                         dir);
+  INFO(r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(contains(r.out, "| softmax | default |"));
+  CHECK(contains(r.out, "best of softmax: 3.649"));
+}
+
+TEST_CASE("fidelity on a recording: a table per shape and per rung") {
+  const temp_dir dir("replay_fidelity");
+  const auto r = run_cli({"fidelity", source_path("bench/recordings/sdpa_fp16.jsonl.gz"), "--draws", "2"}, dir);
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(contains(r.out, "### sdpa_fp16 (48 recorded points, 48 passing everywhere; 2 resamplings)"));
+  for (char const* row :
+       {"| 32x32x512x128 | medium | 1 |", "| smoke | 32x32x512x128 | 3 |", "| screen with 3 samples, 1 warm-up |",
+        "| confirm | smoke, odd, odd_d64, 32x32x512x128 | 30 |"})
+    CHECK_MESSAGE(contains(r.out, row), row, " not in: ", r.out);
+}
+
+TEST_CASE("record: a host sweep in two parts, replayed, and its usage errors") {
+  const temp_dir dir("record");
+  const auto file = (dir / "softmax.jsonl").string();
+  auto part = [&](char const* points) {
+    return run_cli({"record", "softmax", "--backend", "host", "--points", points, "--samples", "3", "--warmup", "0",
+                    "--baseline-repeats", "1", "--out", file},
+                   dir);
+  };
+  const auto first = part("1");
+  INFO(first.err);
+  REQUIRE(first.exit_code == 0);
+  CHECK(contains(first.out, "1 points recorded now, 0 already in"));
+  const auto second = part("2");
+  REQUIRE(second.exit_code == 0);
+  CHECK(contains(second.out, "1 points recorded now, 1 already in"));
+  const auto rec = kernelbrain::read_recording(file);
+  CHECK(rec.header.problem == "softmax");
+  CHECK(rec.header.space_points > 2);
+  REQUIRE(rec.points.size() == 2);
+  CHECK(rec.points[0].content != rec.points[1].content);
+  for (auto const& p : rec.points) {
+    CHECK(p.gate.passed());
+    CHECK_FALSE(p.shapes.empty());
+    for (auto const& s : p.shapes) CHECK(s.samples.size() == 3);
+  }
+  // Replayed: both points are the space, the best of them is found.
+  const auto ab = run_cli(
+      {"ablate", file, "--backend", "replay", "--strategies", "exhaustive", "--seeds", "1", "--budget", "10evals"},
+      dir);
+  INFO(ab.err);
+  CHECK(ab.exit_code == 0);
+  CHECK(contains(ab.out, "| softmax | exhaustive | 1.000, 1.000 | 1/1 |"));
+
+  // Another seed is another sample: not a continuation of this file.
+  const auto other = run_cli(
+      {"record", "softmax", "--backend", "host", "--seed", "2", "--samples", "3", "--warmup", "0", "--out", file}, dir);
+  CHECK(other.exit_code == 2);
+  CHECK(contains(other.err, "--seed 1"));
+  const auto gz = run_cli({"record", "softmax", "--backend", "host", "--out", file + ".gz"}, dir);
+  CHECK(gz.exit_code == 2);
+  CHECK(contains(gz.err, "gzip the file afterwards"));
+  const auto count = run_cli({"record", "softmax", "--count", "--out", file}, dir);
+  CHECK(count.exit_code == 0);
+  CHECK(contains(count.out, "admitted points in all"));
+}
+
+#endif
