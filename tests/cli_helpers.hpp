@@ -23,6 +23,7 @@ inline pid_t spawn_cli(std::vector<std::string> args, std::filesystem::path cons
                        std::filesystem::path const& err) {
   args.insert(args.begin(), KB_CLI_PATH);
   std::vector<char*> argv;
+  argv.reserve(args.size() + 1);
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
   posix_spawn_file_actions_t fa;

@@ -156,19 +156,19 @@ TEST_CASE("recording: a damaged or missing file is an error naming the file and 
   const auto p = small_problem();
   auto r = small_recording(p);
   const kb_test::temp_dir dir("rec");
-  CHECK_THROWS_WITH_AS(kb::read_recording(dir / "absent.jsonl"), doctest::Contains("no such file"), kb::error);
+  CHECK_THROWS_WITH_AS((void)kb::read_recording(dir / "absent.jsonl"), doctest::Contains("no such file"), kb::error);
   {
     std::ofstream out(dir / "bad.jsonl");
     out << kb::header_line(r.header) << '\n' << kb::point_line(r.points[1]) << '\n' << "{\"family\": 3}\n";
   }
-  CHECK_THROWS_WITH_AS(kb::read_recording(dir / "bad.jsonl"), doctest::Contains("line 3"), kb::error);
+  CHECK_THROWS_WITH_AS((void)kb::read_recording(dir / "bad.jsonl"), doctest::Contains("line 3"), kb::error);
   {
     std::ofstream out(dir / "format.jsonl");
     auto h = r.header;
     h.format = "kernelbrain-recording/0";
     out << kb::header_line(h) << '\n';
   }
-  CHECK_THROWS_WITH_AS(kb::read_recording(dir / "format.jsonl"), doctest::Contains("kernelbrain-recording/1"),
+  CHECK_THROWS_WITH_AS((void)kb::read_recording(dir / "format.jsonl"), doctest::Contains("kernelbrain-recording/1"),
                        kb::error);
   {
     std::ofstream out(dir / "sample.jsonl");
@@ -176,7 +176,8 @@ TEST_CASE("recording: a damaged or missing file is an error naming the file and 
     pt.shapes[0].samples[0] = -1;
     out << kb::header_line(r.header) << '\n' << kb::point_line(pt) << '\n';
   }
-  CHECK_THROWS_WITH_AS(kb::read_recording(dir / "sample.jsonl"), doctest::Contains("not a positive number"), kb::error);
+  CHECK_THROWS_WITH_AS((void)kb::read_recording(dir / "sample.jsonl"), doctest::Contains("not a positive number"),
+                       kb::error);
 }
 
 TEST_CASE("replay: the space is the recorded points, and a changed problem is refused") {
