@@ -30,6 +30,7 @@
 #include <vector>
 #include "ablation.hpp"
 #include "commands.hpp"
+#include "validators.hpp"
 
 namespace kernelbrain::cli {
 
@@ -58,21 +59,6 @@ Examples:
   kernelbrain ablate synthetic --seeds 5 --budget 200evals --expect ablation.md)";
 
 // --- The command line ---------------------------------------------------------------------------------
-
-/// A CLI11 check running one of the parse_* functions: its kernelbrain::error is the validation error.
-template <class Parse>
-CLI::Validator checked_by(Parse parse) {
-  return CLI::Validator(
-      [parse = std::move(parse)](std::string& text) -> std::string {
-        try {
-          (void)parse(text);
-          return {};
-        } catch (error const& e) {
-          return e.what();
-        }
-      },
-      /*validator_desc=*/"");
-}
 
 /// "default,sha:eta=4,bracket_size=27,random": strategy specs separated by commas. An item holding '='
 /// and no ':' is one more option of the spec before it (a strategy name never holds '=').
@@ -175,9 +161,7 @@ class ablate_arguments {
     cmd.add_option("--recordings", recordings_, "replay: look problem names up as DIR/<name>.jsonl.gz (or .jsonl)")
         ->type_name("DIR")
         ->check(CLI::ExistingDirectory);
-    cmd.add_option("--out", out_, "also write the table to FILE")
-        ->type_name("FILE")
-        ->check(CLI::Validator([](std::string& t) { return t.empty() ? std::string("give a file name") : ""; }, ""));
+    cmd.add_option("--out", out_, "also write the table to FILE")->type_name("FILE")->check(not_empty("a file name"));
     cmd.add_option("--expect", expect_,
                    "compare the table with FILE's (a previous --out): exit 1 and a diff on\n"
                    "stderr when they differ")

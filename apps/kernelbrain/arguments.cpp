@@ -11,6 +11,7 @@
 #include <functional>
 #include <system_error>
 #include <utility>
+#include "validators.hpp"
 
 namespace kernelbrain::cli {
 
@@ -27,27 +28,6 @@ std::string known_strategies() {
   std::string known;
   for (auto const& n : registry().names()) known += (known.empty() ? "" : ", ") + n;
   return known;
-}
-
-/// A CLI11 check that runs one of the parse_* functions and reports its usage_error (or any other
-/// kernelbrain::error, e.g. a malformed strategy option) as the option's validation error.
-template <class Parse>
-CLI::Validator checked_by(Parse parse) {
-  return CLI::Validator(
-      [parse = std::move(parse)](std::string& text) -> std::string {
-        try {
-          (void)parse(text);
-          return {};
-        } catch (error const& e) {
-          return e.what();
-        }
-      },
-      /*validator_desc=*/"");
-}
-
-CLI::Validator not_empty(std::string what) {
-  return CLI::Validator(
-      [what = std::move(what)](std::string& text) -> std::string { return text.empty() ? "give " + what : ""; }, "");
 }
 
 }  // namespace
