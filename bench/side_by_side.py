@@ -36,12 +36,21 @@ before any search exists.
 Each kernel runs in a worker process; a crash or a sticky CUDA error costs that row only: the
 orchestrator prints an error row and starts a fresh worker for the rest.
 
+With --export DIR (a folder written by `kernelbrain export ... --to DIR`; repeatable) each worker, a
+fresh Python process, also imports the exported PyTorch module of the row's problem (DIR/torch/kb_<problem>),
+builds its library before any timing, and for each kernel row where the module dispatches to a tuned
+kernel checks its output against the same float64 reference and times its call (allocation of the
+outputs, the ctypes launch) the same way, beside eager, torch.compile and our launch of the cubin; our
+launch is timed a second time after it, so that the table shows the run-to-run spread the export's
+difference is to be read against.
+
 Examples (repository root, on the GPU machine, after building kernelbrain_kernel_prep):
     python3 bench/side_by_side.py --kernels-from-catalogue
     python3 bench/side_by_side.py --kernels-from-catalogue --problems softmax --no-compile
     python3 bench/side_by_side.py --kernels-from-catalogue --check-only --random-points 4 --tiers smoke
     python3 bench/side_by_side.py --kernels best.json --out results.json
     python3 bench/side_by_side.py --prep build/h200/kernelbrain_kernel_prep --kernels-from-catalogue
+    python3 bench/side_by_side.py --kernels best.json --export exported/softmax
 """
 # Measurement method: the worker's (src/cuda_worker.cpp, time(); docs/evaluation-plane.md), for
 # eager, torch.compile and our kernel alike. Per sample: write a flush buffer of twice the device's
@@ -205,6 +214,8 @@ def worker_main(args):
         if isinstance(res, tuple):
             return res[1] if len(res) == 2 else res[1:]
         return None
+
+    exported = load_exports(args.export or [])
 
     modules = {}
 
@@ -469,6 +480,11 @@ def worker_main(args):
                 sticky = True
                 res["ours_ms"] = time_fn(plan, args.samples, prepare=plan.poison_scratch)
                 sticky = False
+                if task["problem"] in exported:
+                    sticky = True
+                    run_export(exported[task["problem"]], st, prob, res, time_fn, compare, args.samples)
+                    res["ours2_ms"] = time_fn(plan, args.samples, prepare=plan.poison_scratch)
+                    sticky = False
             del plan, out, outs
         except Exception as e:
             res["error"] = "%s: %s" % (type(e).__name__, str(e).strip()[:600])
@@ -479,6 +495,51 @@ def worker_main(args):
             print("worker: CUDA state may be corrupt after this failure; exiting for a fresh worker", file=sys.stderr)
             sys.exit(3)
     return 0
+
+
+def load_exports(dirs):
+    """{problem name: (module, attribute kwargs per dims)} for every kb_<problem> package under DIR/torch,
+    each built now (nvcc), so that no timing includes a compile. Runs inside a fresh worker process."""
+    import importlib
+    out = {}
+    for d in dirs:
+        tdir = os.path.join(os.path.abspath(d), "torch")
+        names = sorted(n for n in os.listdir(tdir) if n.startswith("kb_") and os.path.isdir(os.path.join(tdir, n)))
+        if not names:
+            raise SystemExit("side_by_side: no kb_<problem> package in %s" % tdir)
+        sys.path.insert(0, tdir)
+        for n in names:
+            mod = importlib.import_module(n)
+            problem = n[3:]
+            with open(os.path.join(PROBLEMS_DIR, problem, "export.json")) as f:
+                attributes = json.load(f).get("attributes", {})
+            print("export: %s from %s, library %s" % (n, mod.__file__, mod.build()), file=sys.stderr, flush=True)
+            out[problem] = (mod, attributes)
+    return out
+
+
+def run_export(entry, st, prob, res, time_fn, compare, samples):
+    """The exported module on this row's inputs: its dispatch decision (a tuned kernel exactly at the
+    shapes it lists in TUNED, PyTorch's operator elsewhere), its output against the float64 reference
+    either way, and, where a tuned kernel runs, its time (the whole call, as a user makes it)."""
+    mod, attributes = entry
+    kwargs = {arg: int(st["dims"][dim]) for dim, arg in attributes.items()}
+    res["export_dispatch"] = mod.dispatch(*st["inputs"], **kwargs)
+    res["export_tuned"] = st["shape"]["name"] in mod.TUNED
+    if res["export_tuned"] != res["export_dispatch"].startswith("kernel"):
+        res.update(export_ok=False, export_detail="dispatch disagrees with TUNED: " + res["export_dispatch"])
+        return
+    out = mod.forward(*st["inputs"], **kwargs)
+    if isinstance(out, (tuple, list)):
+        out = out[0]
+    if out.is_cuda:
+        import torch
+        torch.cuda.synchronize()
+    ok, rel, detail = compare(out, st["ref64"], prob["tolerance"])
+    res.update(export_ok=ok, export_rel_err=rel, export_detail=detail)
+    del out
+    if ok and res["export_tuned"]:
+        res["export_ms"] = time_fn(lambda: mod.forward(*st["inputs"], **kwargs), samples)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -520,6 +581,37 @@ def print_table(results, tasks):
         print(line(x))
     nfail = sum(1 for r in results if r.get("error") or not r.get("ok"))
     print("\n%d rows, %d failed or errored" % (len(rows), nfail))
+    if any("export_dispatch" in r for r in results):
+        print_export_table(results, tasks)
+
+
+def print_export_table(results, tasks):
+    """--export: the exported module beside our launch of the same cubin (timed before and after it)."""
+    head = ["problem", "shape", "eager ms", "compile ms", "ours ms", "ours again", "export ms", "export/ours",
+            "spread", "export check"]
+    rows, bad = [], 0
+    for r in results:
+        if "export_dispatch" not in r:
+            continue
+        ours, again, ex = r.get("ours_ms"), r.get("ours2_ms"), r.get("export_ms")
+        if not r.get("export_ok"):
+            check = "FAIL " + str(r.get("export_detail", ""))
+            bad += 1
+        elif r["export_dispatch"].startswith("kernel"):
+            check = "ok %.1e" % r.get("export_rel_err", 0)
+        else:  # not tuned for this shape: PyTorch's operator ran, and was checked the same way
+            check = "ok %.1e, %s" % (r.get("export_rel_err", 0), r["export_dispatch"].split(";")[0])
+        rows.append([r["problem"], r["shape"], fmt_ms(r.get("eager_ms")), fmt_ms(r.get("compile_ms")), fmt_ms(ours),
+                     fmt_ms(again), fmt_ms(ex), "%.3f" % (ex / ours) if ex and ours else "-",
+                     "%.1f%%" % (100 * abs(again - ours) / ours) if again and ours else "-", check])
+    widths = [max(len(str(x[i])) for x in rows + [head]) for i in range(len(head))]
+    line = lambda x: "  ".join(str(v).ljust(widths[i]) for i, v in enumerate(x))
+    print()
+    print(line(head))
+    print(line(["-" * w for w in widths]))
+    for x in rows:
+        print(line(x))
+    print("\nexport: %d rows, %d failed (a wrong output, or a dispatch that disagrees with TUNED)" % (len(rows), bad))
 
 
 def dry_run(tasks):
@@ -606,7 +698,8 @@ def orchestrate(args):
     if args.out:
         with open(args.out, "w") as f:
             json.dump(dict(results=res, tasks=[{k: v for k, v in t.items() if k not in ("plan", "cubin")} for t in tasks]), f, indent=1)
-    return 0 if all(r.get("ok") and not r.get("error") for r in res) else 2
+    export_bad = any("export_dispatch" in r and not r.get("export_ok") for r in res)  # fallbacks are checked too
+    return 0 if all(r.get("ok") and not r.get("error") for r in res) and not export_bad else 2
 
 
 def merge_tables(files, out):
@@ -665,6 +758,8 @@ def main():
     ap.add_argument("--conv-tf32", choices=["default", "on", "off"], default="default",
                     help="cuDNN TF32 for PyTorch's fp32 convolutions (PyTorch's default is on)")
     ap.add_argument("--out", help="write all results as JSON here")
+    ap.add_argument("--export", action="append", metavar="DIR",
+                    help="also time the PyTorch module `kernelbrain export` wrote to DIR (repeatable; see above)")
     ap.add_argument("--dry-run", action="store_true",
                     help="no GPU work: prepare the kernels and print each task's resolved launches")
     ap.add_argument("--verbose", action="store_true")

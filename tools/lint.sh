@@ -6,7 +6,8 @@
 #
 # Not formatted or linted: problem data (examples/problems, examples/cuda_problems: a kernel's bytes
 # are part of its problem's identity, and old journals name them) and tests/host_corpus and
-# tests/hostile_softmax (hostile candidates whose exact text is what the tests feed the gate).
+# tests/hostile_softmax (hostile candidates whose exact text is what the tests feed the gate), and
+# bench/runs (records of runs: logs, and what `kernelbrain export` generated, kept as it ran).
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
@@ -15,7 +16,7 @@ sources() {
   git ls-files -- 'include/*.hpp' 'include/*.ipp' 'include/*.h' 'strategies/*.hpp' 'src/*.cpp' 'src/*.hpp' 'apps/*.cpp' \
     'apps/*.hpp' 'tools/*.cpp' 'tests/*.cpp' 'tests/*.hpp' 'bench/*.cpp' 'bench/*.hpp' 'examples/*.cpp' \
     | grep -v -e '^examples/problems/' -e '^examples/cuda_problems/' -e '^tests/host_corpus/' \
-      -e '^tests/hostile_softmax/' \
+      -e '^tests/hostile_softmax/' -e '^bench/runs/' \
     | while read -r f; do [ -f "$f" ] && echo "$f"; done
 }
 

@@ -12,6 +12,9 @@
 #   KB_NEED_BENCH=0         Google Benchmark is not required: without it bench/ is not built (default 1)
 #   KB_NEED_LINT=1          clang-format and clang-tidy are required (the test command sets it);
 #                           KB_NEED_LINT=optional: used where there, or installed where apt can
+#   KB_NEED_REPORT_TOOLS=1  Chromium and PyTorch (python3) are required: the report's browser test and
+#                           the exported PyTorch module's test (the test command sets it in CI);
+#                           optional: used where there, or installed where apt can; default: not asked
 #   KB_NO_INSTALL=1         never run apt-get: report what is missing instead
 #   KB_SETUP_CHECK_ONLY=1   stop before configuring: print the table and the cmake arguments
 #   KB_DEPS_DIR             offline dependencies: debs/ (.deb files in) and root/ (unpacked); .deps
@@ -24,21 +27,24 @@ BUILD_DIR=${BUILD_DIR:-$KB_ROOT/build/release}
 BUILD_TYPE=${BUILD_TYPE:-Release}
 KB_DEPS_DIR=${KB_DEPS_DIR:-$KB_ROOT/.deps}
 
-kb_items=(cxx cmake ninja boost zlib fmt cli11 doctest benchmark clang_format clang_tidy cuda)
+kb_items=(cxx cmake ninja boost zlib fmt cli11 doctest benchmark clang_format clang_tidy chartjs chromium torch cuda)
 declare -A kb_label=([cxx]="C++ compiler" [cmake]=cmake [ninja]=ninja [boost]=Boost [zlib]=zlib [fmt]=fmt
   [cli11]=CLI11 [doctest]=doctest [benchmark]="Google Benchmark" [clang_format]=clang-format
-  [clang_tidy]=clang-tidy [cuda]="CUDA toolkit")
+  [clang_tidy]=clang-tidy [chartjs]=Chart.js [chromium]=Chromium [torch]="PyTorch (python3)" [cuda]="CUDA toolkit")
 declare -A kb_probe=([cxx]="g++ >= 11 or clang++ >= 14" [cmake]="cmake >= 3.25" [ninja]=ninja
   [boost]="boost/version.hpp, >= 1.81" [zlib]="zlib.h + libz" [fmt]="fmt/format.h + fmt-config.cmake"
   [cli11]="CLI/CLI.hpp + CLI11Config.cmake" [doctest]="doctest/doctest.h + doctestConfig.cmake"
   [benchmark]="benchmark/benchmark.h + libbenchmark + benchmarkConfig.cmake"
-  [clang_format]=clang-format [clang_tidy]=clang-tidy [cuda]="nvcc or include/nvrtc.h")
+  [clang_format]=clang-format [clang_tidy]=clang-tidy [chartjs]="share/javascript/chart.js/chart.min.js"
+  [chromium]="chromium or chromium-browser" [torch]="python3's torch package (dist-packages)" [cuda]="nvcc or include/nvrtc.h")
 declare -A kb_purpose=([cxx]="building everything (C++20)" [cmake]="configuring the build"
   [ninja]="building (optional: make otherwise)" [boost]="the library (JSON, Asio, Beast)"
   [zlib]="the library (reading gzip-compressed recordings)"
   [fmt]="the command-line program (apps/kernelbrain)" [cli11]="the command-line program (apps/kernelbrain)"
   [doctest]="the test suite (tests/)" [benchmark]="the benchmarks (bench/)"
   [clang_format]="the format check of the test command" [clang_tidy]="the lint check of the test command"
+  [chartjs]="the plots of kernelbrain report (inlined into each report)"
+  [chromium]="the report's test in a headless browser" [torch]="the test of kernelbrain export's PyTorch module"
   [cuda]="the CUDA backend (optional)")
 # Per item: need (required, optional, unused), status (ok, missing, old, skipped), found (version or
 # what is wrong), where (path). Functions return values in kb_reply.
@@ -206,6 +212,35 @@ kb_decide_needs() {
     optional) kb_need[clang_format]=optional kb_need[clang_tidy]=optional ;;
     *) kb_need[clang_format]=unused kb_need[clang_tidy]=unused ;;
   esac
+  kb_need[chartjs]=optional
+  case ${KB_NEED_REPORT_TOOLS:-0} in
+    1) ;;
+    optional) kb_need[chromium]=optional kb_need[torch]=optional ;;
+    *) kb_need[chromium]=unused kb_need[torch]=unused ;;
+  esac
+}
+kb_check_chartjs() {  # the UMD build Debian's libjs-chart.js installs (kernelbrain report's default)
+  local p f
+  for p in "${kb_prefixes[@]}"; do
+    for f in "$p"/share/javascript/chart.js/chart.min.js "$p"/share/javascript/chart.js/chart.umd.js; do
+      [ -f "$f" ] && { kb_set chartjs ok found "$f"; return 0; }
+    done
+  done
+  kb_set chartjs missing "-"
+}
+kb_check_report_tools() {  # chromium on PATH; torch in a python3 package directory (no python3 started)
+  if [ "${kb_need[chromium]}" = unused ]; then
+    kb_set chromium skipped "(not asked for)"; kb_set torch skipped "(not asked for)"; return 0
+  fi
+  if kb_which chromium || kb_which chromium-browser; then kb_set chromium ok found "$kb_reply"
+  else kb_set chromium missing "-"; fi
+  local p d
+  for p in "${kb_prefixes[@]}" "${HOME:-/nonexistent}/.local"; do
+    for d in "$p"/lib/python3/dist-packages "$p"/lib/python3*/dist-packages "$p"/lib/python3*/site-packages; do
+      [ -f "$d/torch/__init__.py" ] && { kb_set torch ok found "$d/torch"; return 0; }
+    done
+  done
+  kb_set torch missing "-"
 }
 kb_detect() {
   local i
@@ -217,6 +252,8 @@ kb_detect() {
   if [ "${kb_need[clang_format]}" = unused ]; then
     kb_set clang_format skipped "(not asked for)"; kb_set clang_tidy skipped "(not asked for)"
   else kb_check_tool clang_format clang-format; kb_check_tool clang_tidy clang-tidy; fi
+  kb_check_chartjs
+  kb_check_report_tools
   kb_check_cuda
   # What the caller wants (required or optional) and is not there; CUDA aside: it is never installed.
   kb_missing=() kb_missing_required=()
@@ -258,6 +295,9 @@ kb_package() {
     benchmark) kb_reply=libbenchmark-dev ;;
     clang_format) kb_reply=clang-format ;;
     clang_tidy) kb_reply=clang-tidy ;;
+    chartjs) kb_reply=libjs-chart.js ;;
+    chromium) [[ $kb_distro == ubuntu* ]] && kb_reply="" || kb_reply=chromium ;;
+    torch) kb_reply=python3-torch ;;
     *) kb_reply="" ;;
   esac
 }
@@ -274,6 +314,7 @@ kb_library_package() {  # the shared-library package that ITEM's -dev package de
 kb_no_package() {
   case "$kb_distro:$1" in
     ubuntu22.04:boost) kb_reply="Ubuntu 22.04 ships Boost 1.74 (libboost1.74-dev), older than the 1.81 needed: put Boost 1.81+ headers (a boost.org release) in a prefix and set BOOST_ROOT or CMAKE_PREFIX_PATH to it, or use Debian 12 / Ubuntu 24.04" ;;
+    ubuntu*:chromium) kb_reply="Ubuntu ships Chromium as a snap only: 'snap install chromium' (or install Google Chrome), or KB_NEED_REPORT_TOOLS=0 to skip the report's browser test" ;;
     ubuntu22.04:cmake) kb_reply="Ubuntu 22.04's cmake package is 3.22.1, older than the 3.25 needed: 'pip install cmake' (or Kitware's APT repository)" ;;
     *) kb_reply="no package known" ;;
   esac
@@ -408,6 +449,8 @@ kb_fail_missing() {
     for p in "${kb_apt_problem[@]}"; do echo "  why not installed: $p"; done
     [[ " ${kb_missing_required[*]} " == *" clang_"* ]] &&
       echo "  (clang-format and clang-tidy are asked for by KB_NEED_LINT=1; KB_NEED_LINT=0 goes on without them)"
+    [[ " ${kb_missing_required[*]} " == *" chromium "* || " ${kb_missing_required[*]} " == *" torch "* ]] &&
+      echo "  (Chromium and PyTorch are asked for by KB_NEED_REPORT_TOOLS=1; KB_NEED_REPORT_TOOLS=0 goes on without them)"
     if ((${#download[@]})); then
       echo "  Without network: run 'apt-get download ${download[*]}' on a machine with network"
       echo "  ($kb_distro_name preferably), put the .deb files in $KB_DEPS_DIR/debs and run this again"
@@ -425,6 +468,8 @@ kb_note_optional() {
       benchmark) kb_say "Google Benchmark not found: bench/ is not built (package $kb_reply)" ;;
       ninja) kb_say "ninja not found: make builds (package $kb_reply)" ;;
       clang_format | clang_tidy) kb_say "${kb_label[$i]} not found: its checks cannot run (package $kb_reply)" ;;
+      chartjs) kb_say "Chart.js not found: kernelbrain report cannot draw its plots (package $kb_reply)" ;;
+      chromium | torch) kb_say "${kb_label[$i]} not found: ${kb_purpose[$i]} is skipped${kb_reply:+ (package $kb_reply)}" ;;
     esac
   done
 }

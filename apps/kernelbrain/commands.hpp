@@ -6,7 +6,7 @@
 //   run_X(...)                 does the work, given the converted options.
 // main.cpp calls every register_X before parsing and runs the one subcommand that was chosen.
 //
-// Adding a subcommand (the ones to come: report, export): write X.cpp with register_X and
+// Adding a subcommand: write X.cpp with register_X and
 // run_X, declare both here, call register_X in main.cpp, add X.cpp to apps/kernelbrain/CMakeLists.txt,
 // document it in docs/cli.md and test it in tests/test_cli.cpp. Options shared by several
 // subcommands (budgets, strategy specs, ...) are parsed and checked in arguments.hpp.
@@ -94,6 +94,13 @@ int run_ablate(ablate_options const& options);
 /// evaluator of a host or cuda problem (usage_error when the problem is written for another backend).
 [[nodiscard]] std::filesystem::path problem_directory(std::string const& spec, std::string const& backend);
 [[nodiscard]] std::unique_ptr<evaluator> make_backend_evaluator(problem const& prob, std::string const& backend);
+
+/// report: one self-contained HTML page (plots, lineage, candidates, best source) from journals (report.cpp).
+[[nodiscard]] subcommand register_report(CLI::App& app);
+
+/// export: the best kernel per shape of a journal or best.json as standalone CUDA + C++ header and a
+/// PyTorch module (export.cpp).
+[[nodiscard]] subcommand register_export(CLI::App& app);
 
 /// list-strategies: every registered strategy with its description (list_strategies.cpp).
 [[nodiscard]] subcommand register_list_strategies(CLI::App& app);

@@ -73,7 +73,8 @@ int run(int argc, char** argv) {
   app.require_subcommand(1);
   const std::vector<subcommand> commands{register_tune(app),   register_list_strategies(app), register_prompts(app),
                                          register_eval(app),   register_check(app),           register_record(app),
-                                         register_ablate(app), register_fidelity(app)};
+                                         register_ablate(app), register_fidelity(app),        register_report(app),
+                                         register_export(app)};
   for (auto const& c : commands) add_help_flag(*c.app);
   app.footer(app_footer);  // after the subcommands: they would inherit it
   try {

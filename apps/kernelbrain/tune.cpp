@@ -147,6 +147,23 @@ void write_best(std::filesystem::path const& file, problem const& prob, per_shap
   if (!out) throw error("--best-out: cannot write " + file.string());
 }
 
+/// The command that makes the HTML report of a journal (docs/report.md), with the path as given:
+/// "kernelbrain report run.jsonl -o run.html".
+std::string report_command(std::filesystem::path const& journal) {
+  std::string page = journal.string();
+  if (page.ends_with(".jsonl")) page.resize(page.size() - 6);
+  page += ".html";
+  auto shell = [](std::string const& s) {
+    if (!s.empty() && s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.,/:=+@%") ==
+                          std::string::npos)
+      return s;
+    std::string q = "'";
+    for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return q + "'";
+  };
+  return "kernelbrain report " + shell(journal.string()) + " -o " + shell(page);
+}
+
 /// One line about the backend's work for the summary (empty when it has nothing to say).
 std::string backend_note(evaluator const* ev) {
   if (auto const* cu = dynamic_cast<cuda_evaluator const*>(ev))
@@ -324,6 +341,7 @@ int run_tune(tune_options const& o) {
   print_summary(run, r, progress, ladder, journal ? &*journal : nullptr);
   print_shapes(prob, r);
   if (o.best_out) write_best(*o.best_out, prob, shape_best);
+  if (o.journal) fmt::print("\nreport: {}\n", report_command(*o.journal));
   if (r.suspended) {
     fmt::print(stderr, "\nsuspended: {}\nanswer the prompts, then run the same command with --resume{}\n",
                r.stop_reason, o.journal ? "" : " (and --journal FILE: without a journal nothing is kept)");

@@ -26,7 +26,7 @@ make_path() {  # DIR HIDDEN...
   local IFS=:; for d in $PATH; do [ -d "$d" ] && ln -s "$d"/* "$dir"/ 2>/dev/null || true; done; unset IFS
   for f in "$@"; do rm -f "$dir/$f"; done
 }
-hidden=(g++ c++ clang++ cmake ninja make clang-format clang-tidy nvcc apt-get apt-cache sudo id dpkg-query)
+hidden=(g++ c++ clang++ cmake ninja make clang-format clang-tidy nvcc chromium chromium-browser apt-get apt-cache sudo id dpkg-query)
 make_path "$work/path" "${hidden[@]}"
 
 # Fake tools. apt-get behaves like an offline machine: update fails to fetch (exit 0, like apt), install
@@ -169,7 +169,8 @@ run h200-main KB_OS_RELEASE="$h200_os" KB_SYSTEM_PREFIXES="$h200" CUDA_HOME="$cu
 expect_rc 1; show
 has "Ubuntu 24.04"; has "1.83.0 ($h200/include)"; has "13.0 ($cuda)"
 has "  - CLI11 (CLI/CLI.hpp + CLI11Config.cmake), needed for the command-line program (apps/kernelbrain): install package libcli11-dev"
-has "apt-get install libcli11-dev doctest-dev libbenchmark-dev failed (no network?)"
+# libjs-chart.js (optional: the report's plots) goes along once apt runs for the required ones.
+has "apt-get install libcli11-dev doctest-dev libbenchmark-dev libjs-chart.js failed (no network?)"
 has "'apt-get download libcli11-dev'"; has "$work/deps-h200-main/debs"; lacks "  - doctest"; lacks "libboost1.81-dev"; lacks "cmake arguments"
 calls "apt-get .*update" 1; calls "apt-get .*install" 1; calls "^cmake" 0
 
@@ -189,6 +190,22 @@ calls "apt-get .*update" 1; calls "apt-get .*install" 0
 # KB_NEED_LINT=optional with everything else there: goes on, says the checks cannot run, asks no apt.
 run lint-optional KB_OS_RELEASE="$h200_os" KB_SYSTEM_PREFIXES="$full" KB_NEED_LINT=optional
 expect_rc 0; has "clang-format not found: its checks cannot run (package clang-format)"; calls apt-get 0
+
+# 3b. The report's tools (CI's test command: KB_NEED_REPORT_TOOLS=1) on Debian 12 without them, offline:
+#     Chromium and PyTorch named with their packages and the way out; Chart.js, optional, goes along.
+run report-tools KB_OS_RELEASE="$(os_release debian 12 'Debian GNU/Linux 12 (bookworm)')" KB_SYSTEM_PREFIXES="$full" \
+  KB_NEED_REPORT_TOOLS=1
+expect_rc 1
+has "  - Chromium (chromium or chromium-browser), needed for the report's test in a headless browser: install package chromium"
+has "  - PyTorch (python3) (python3's torch package (dist-packages)), needed for the test of kernelbrain export's PyTorch module: install package python3-torch"
+has "KB_NEED_REPORT_TOOLS=0 goes on without them"
+has "apt-get install libjs-chart.js chromium python3-torch failed (no network?)"
+# On Ubuntu, Chromium is a snap: no apt package is offered for it, and what to do instead is said.
+run report-tools-ubuntu KB_OS_RELEASE="$h200_os" KB_SYSTEM_PREFIXES="$full" KB_NEED_REPORT_TOOLS=1
+expect_rc 1; has "Ubuntu ships Chromium as a snap only"; calls "apt-get .*install" 0
+# Not asked for (the default outside CI): neither is looked for.
+run report-tools-default KB_OS_RELEASE="$h200_os" KB_SYSTEM_PREFIXES="$full"
+expect_rc 0; lacks "Chromium not found"; has "Chart.js not found: kernelbrain report cannot draw its plots (package libjs-chart.js)"
 
 # 4. The H200 with CLI11's .deb in .deps/debs (run-main's needs): unpacked, then the cmake arguments
 #    point at it; the tests and bench are left out (no doctest, no Google Benchmark there).
@@ -259,7 +276,9 @@ has "found: Boost 1.74.0 at $jammy/include (1.81 or newer needed)"
 has "Ubuntu 22.04 ships Boost 1.74 (libboost1.74-dev), older than the 1.81 needed"
 has "found: cmake 3.22.1 at $fake/cmake (3.25 or newer needed)"
 has "Ubuntu 22.04's cmake package is 3.22.1, older than the 3.25 needed: 'pip install cmake'"
-has "g++ 11.4.0"; lacks "why not installed"; lacks "apt-get download"; calls apt-get 0
+# Chart.js (optional) has a package, but nothing is installed while required pieces have none.
+has "why not installed: nothing installed, since Ubuntu 22.04 has no package for cmake, Boost (see above)"
+has "g++ 11.4.0"; lacks "apt-get download"; calls apt-get 0
 
 # 6b. The same with CLI11 missing too: libcli11-dev is named, but nothing is installed.
 jammy2=$work/jammy2/usr; boost "$jammy2" 107400; fmt "$jammy2" 80101

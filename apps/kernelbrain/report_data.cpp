@@ -1,0 +1,647 @@
+// kernelbrain report: the page's data, computed from journals (see report_data.hpp and docs/report.md).
+#include "report_data.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <boost/json/array.hpp>
+#include <boost/json/value.hpp>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <kernelbrain/evaluate/diagnosis.hpp>
+#include <kernelbrain/version.hpp>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace kernelbrain::cli::report {
+
+namespace {
+
+namespace json = boost::json;
+
+using eval_key = std::pair<std::uint64_t, std::size_t>;  // (candidate id, rung)
+
+/// JSON has no infinities or NaNs: those become null (the page shows "–").
+json::value number(double x) { return std::isfinite(x) ? json::value(x) : json::value(nullptr); }
+
+std::string budget_text(budget const& b) {
+  std::vector<std::string> parts;
+  if (b.device_seconds > 0) parts.push_back(fmt::format("{:g} s device time", b.device_seconds));
+  if (b.wall_seconds > 0) parts.push_back(fmt::format("{:g} s wall time", b.wall_seconds));
+  if (b.evaluations > 0) parts.push_back(fmt::format("{} evaluations", b.evaluations));
+  if (b.candidates > 0) parts.push_back(fmt::format("{} candidates", b.candidates));
+  if (b.llm_tokens > 0) parts.push_back(fmt::format("{} LLM tokens", b.llm_tokens));
+  if (b.llm_cost > 0) parts.push_back(fmt::format("{:g} LLM cost", b.llm_cost));
+  if (parts.empty()) return "unlimited";
+  std::string out;
+  for (auto const& p : parts) out += (out.empty() ? "" : ", ") + p;
+  return out;
+}
+
+/// One candidate of one journal, as the table, the best-kernel block and the lineage show it.
+struct candidate_facts {
+  candidate const* cand = nullptr;                            ///< its content (from its `proposed` event)
+  std::map<std::size_t, evaluation_outcome const*> outcomes;  ///< by rung; the journal's last line for a rung
+  std::optional<score> latest;                                ///< its latest `measured` score
+  std::optional<score> best;  ///< its best `measured` score at the highest rung it was measured at
+  std::size_t best_rung = 0;
+  std::vector<model_exchange const*> written_by;  ///< exchanges whose reply became this candidate
+  std::vector<model_exchange const*> attempts;    ///< exchanges that asked to improve it and gave no candidate
+  std::size_t children = 0;                       ///< candidates of the journal whose parent it is
+  double device_seconds = 0;                      ///< over its outcomes, each (rung) once
+};
+
+/// A new incumbent: when (cumulative device seconds), its speed-up, and the rung it was measured at.
+struct progress_point {
+  double x = 0, y = 0;
+  std::size_t rung = 0;
+};
+
+/// What the report takes out of one journal.
+struct analysis {
+  std::size_t index = 0;
+  loaded_journal const* journal = nullptr;
+  std::vector<std::string> rungs;
+  std::vector<candidate_id> order;  ///< candidates in the order they were proposed
+  std::unordered_map<candidate_id, candidate_facts> facts;
+  std::vector<progress_point> progress;  ///< one per new_best
+  double device_seconds = 0;             ///< cumulative device seconds at the last event
+  std::optional<event> incumbent;        ///< the last new_best: the run's best when it ended
+  std::string stop;                      ///< the note of the last stopped or suspended event
+  std::size_t gated = 0, gate_passed = 0, promoted = 0, new_bests = 0;
+  std::vector<std::size_t> measured;  ///< distinct candidates with a `measured` event, per rung
+
+  [[nodiscard]] std::string rung_name(std::size_t r) const {
+    return r < rungs.size() ? rungs[r] : fmt::format("rung {}", r);
+  }
+  [[nodiscard]] journal_contents const& contents() const { return journal->contents; }
+};
+
+analysis analyse(loaded_journal const& j, std::size_t index) {
+  analysis a;
+  a.index = index;
+  a.journal = &j;
+  auto const& c = j.contents;
+  a.rungs = rung_names(c.header.ladder);
+
+  std::map<eval_key, evaluation_outcome const*> by_key;  // a later line for an evaluation wins
+  for (auto const& o : c.outcomes) by_key[{o.id.value, o.rung}] = &o;
+
+  for (auto const& je : c.events)
+    if (je.e.kind == event_kind::proposed) {
+      auto [it, fresh] = a.facts.try_emplace(je.e.id);
+      if (fresh) a.order.push_back(je.e.id);
+      if (je.cand && !it->second.cand) it->second.cand = &*je.cand;
+    }
+  for (auto const& [key, o] : by_key)
+    if (auto it = a.facts.find(candidate_id{key.first}); it != a.facts.end()) {
+      it->second.outcomes[key.second] = o;
+      it->second.device_seconds += o->m.device_seconds;
+    }
+
+  std::set<eval_key> counted, promoted;
+  std::map<std::size_t, std::set<std::uint64_t>> measured_at;
+  double cumulative = 0;
+  for (auto const& je : c.events) {
+    auto const& e = je.e;
+    const eval_key key{e.id.value, e.rung};
+    switch (e.kind) {
+      case event_kind::measured:
+      case event_kind::rejected: {
+        if (auto it = by_key.find(key); it != by_key.end() && counted.insert(key).second)
+          cumulative += it->second->m.device_seconds;
+        auto f = a.facts.find(e.id);
+        if (e.kind != event_kind::measured || f == a.facts.end()) break;
+        measured_at[e.rung].insert(e.id.value);
+        if (!e.value) break;
+        auto& facts = f->second;
+        facts.latest = e.value;
+        if (!facts.best || e.rung > facts.best_rung ||
+            (e.rung == facts.best_rung && e.value->value > facts.best->value)) {
+          facts.best = e.value;
+          facts.best_rung = e.rung;
+        }
+        break;
+      }
+      case event_kind::promoted:
+        promoted.insert(key);
+        break;
+      case event_kind::new_best:
+        if (e.value) {
+          a.progress.push_back({cumulative, e.value->speedup, e.rung});
+          a.incumbent = e;
+          ++a.new_bests;
+        }
+        break;
+      case event_kind::stopped:
+      case event_kind::suspended:
+        a.stop = fmt::format("{}: {}", to_string(e.kind), e.note);
+        break;
+      default:
+        break;
+    }
+  }
+  a.device_seconds = cumulative;
+  a.promoted = promoted.size();
+  for (auto const& [rung, ids] : measured_at) {
+    if (a.measured.size() <= rung) a.measured.resize(rung + 1, 0);
+    a.measured[rung] = ids.size();
+  }
+  for (auto& [id, f] : a.facts) {
+    const bool gated = std::any_of(f.outcomes.begin(), f.outcomes.end(), [](auto const& o) { return o.second->gated; });
+    const bool passed = std::any_of(f.outcomes.begin(), f.outcomes.end(),
+                                    [](auto const& o) { return o.second->gated && o.second->gate.passed(); });
+    a.gated += gated ? 1 : 0;
+    a.gate_passed += passed ? 1 : 0;
+    if (f.cand && f.cand->parent)
+      if (auto p = a.facts.find(*f.cand->parent); p != a.facts.end()) ++p->second.children;
+  }
+  for (auto const& je : c.exchanges) {
+    auto const& x = je.x;
+    if (x.candidate) {
+      if (auto it = a.facts.find(*x.candidate); it != a.facts.end()) it->second.written_by.push_back(&x);
+    } else if (x.parent) {
+      if (auto it = a.facts.find(*x.parent); it != a.facts.end()) it->second.attempts.push_back(&x);
+    }
+  }
+  return a;
+}
+
+// ---- JSON pieces ------------------------------------------------------------------------------
+
+/// The profile metrics worth a glance: those the CUDA backend asks Nsight Compute for, in that order;
+/// for another profiler, its first 40 metrics that are not device attributes.
+json::object compact_profile(std::map<std::string, double> const& profile) {
+  json::object out;
+  for (auto name : ncu_metrics)
+    if (auto it = profile.find(std::string(name)); it != profile.end()) out[name] = number(it->second);
+  if (out.empty())
+    for (auto const& [name, value] : profile) {
+      if (name.starts_with("device__attribute")) continue;
+      out[name] = number(value);
+      if (out.size() >= 40) break;
+    }
+  return out;
+}
+
+/// The outcome at the highest rung that has `what` (a diagnosis, a profile), if any.
+template <class Has>
+evaluation_outcome const* highest_with(candidate_facts const& f, Has has) {
+  for (auto it = f.outcomes.rbegin(); it != f.outcomes.rend(); ++it)
+    if (has(*it->second)) return it->second;
+  return nullptr;
+}
+
+/// The verdict of a candidate: that of its outcome at the highest rung it reached.
+void put_verdict(json::object& o, analysis const& a, candidate_facts const& f) {
+  if (f.outcomes.empty()) {
+    o["rung"] = "";
+    o["rung_index"] = -1;
+    o["stage"] = "not evaluated";
+    o["detail"] = "";
+    o["at_gate"] = false;
+    return;
+  }
+  auto const& [rung, out] = *f.outcomes.rbegin();
+  o["rung"] = a.rung_name(rung);
+  o["rung_index"] = rung;
+  o["stage"] = to_string(out->reason().where);
+  o["detail"] = out->reason().detail;
+  o["at_gate"] = !out->gate.passed();
+}
+
+json::object candidate_fields(analysis const& a, candidate_id id, candidate_facts const& f) {
+  json::object o;
+  o["j"] = a.index;
+  o["id"] = id.str();
+  o["origin"] = f.cand ? f.cand->origin : "";
+  o["family"] = f.cand ? f.cand->family : "";
+  o["params"] = f.cand ? f.cand->params.to_string() : "";
+  o["model"] = !f.written_by.empty();
+  put_verdict(o, a, f);
+  o["speedup"] = f.latest ? number(f.latest->speedup) : json::value(nullptr);
+  o["best_speedup"] = f.best ? number(f.best->speedup) : json::value(nullptr);
+  o["best_rung"] = f.best ? json::value(a.rung_name(f.best_rung)) : json::value(nullptr);
+  o["device_seconds"] = number(f.device_seconds);
+  auto const* diag = highest_with(f, [](evaluation_outcome const& x) { return !x.m.diagnosis.empty(); });
+  o["diagnosis"] = diag ? diag->m.diagnosis : "";
+  o["diagnosis_rung"] = diag ? json::value(a.rung_name(diag->rung)) : json::value(nullptr);
+  auto const* prof = highest_with(f, [](evaluation_outcome const& x) { return !x.m.profile.empty(); });
+  o["profile"] = prof ? json::value(compact_profile(prof->m.profile)) : json::value(nullptr);
+  o["profile_rung"] = prof ? json::value(a.rung_name(prof->rung)) : json::value(nullptr);
+  return o;
+}
+
+json::object exchange_json(model_exchange const& x) {
+  json::object o;
+  o["purpose"] = x.purpose;
+  o["model"] = x.model;
+  o["status"] = x.status;
+  o["error"] = x.error;
+  o["finish_reason"] = x.finish_reason;
+  o["parse_status"] = x.parse_status;
+  o["parse_message"] = x.parse_message;
+  json::array repairs;
+  for (auto const& r : x.repairs) repairs.emplace_back(r);
+  o["repairs"] = std::move(repairs);
+  o["input_tokens"] = x.input_tokens;
+  o["output_tokens"] = x.output_tokens;
+  o["estimated"] = x.estimated;
+  o["cost"] = number(x.cost);
+  o["latency_seconds"] = number(x.latency_seconds);
+  o["system"] = x.system;
+  o["user"] = x.user;
+  o["reply"] = x.reply;
+  o["candidate"] = x.candidate ? json::value(x.candidate->str()) : json::value(nullptr);
+  o["parent"] = x.parent ? json::value(x.parent->str()) : json::value(nullptr);
+  return o;
+}
+
+/// A kernel in full: the table's fields, its source and launch plan, and its measurement at its best
+/// rung (per-shape times against the reference, resources, diagnosis, profile).
+json::object kernel_json(analysis const& a, candidate_id id) {
+  auto const& f = a.facts.at(id);
+  json::object o = candidate_fields(a, id, f);
+  o["source"] = f.cand ? f.cand->source : "";
+  o["launch"] = f.cand ? f.cand->launch : "";
+  o["score_value"] = f.best ? number(f.best->value) : json::value(nullptr);
+  o["strategy"] = a.contents().header.strategy;
+  o["seed"] = std::to_string(a.contents().header.seed);
+  evaluation_outcome const* out = nullptr;
+  if (auto it = f.outcomes.find(f.best_rung); f.best && it != f.outcomes.end()) out = it->second;
+  if (!out && !f.outcomes.empty()) out = f.outcomes.rbegin()->second;
+  json::array timings;
+  if (out) {
+    auto const& ref = a.contents().reference;
+    for (auto const& t : out->m.timings) {
+      json::object row;
+      row["shape"] = t.shape;
+      auto const& names = a.journal->shape_names;
+      if (t.shape < names.size()) row["shape_name"] = names[t.shape];
+      row["seconds"] = number(t.stats.median);
+      row["low"] = number(t.stats.low);
+      row["high"] = number(t.stats.high);
+      row["reference"] = ref && t.shape < ref->seconds.size() ? number(ref->seconds[t.shape]) : json::value(nullptr);
+      row["floor"] = ref && t.shape < ref->floor_seconds.size() && ref->floor_seconds[t.shape] > 0
+                         ? number(ref->floor_seconds[t.shape])
+                         : json::value(nullptr);
+      timings.push_back(std::move(row));
+    }
+    o["timings_rung"] = a.rung_name(out->rung);
+    if (auto const& r = out->m.res) {
+      json::object res;
+      res["registers"] = r->registers;
+      res["spill_bytes"] = r->spill_bytes;
+      res["shared_bytes"] = r->shared_bytes;
+      res["occupancy"] = number(r->occupancy);
+      o["resources"] = std::move(res);
+    }
+  }
+  o["timings"] = std::move(timings);
+  return o;
+}
+
+/// The chain of parents from the root to `leaf` (within the journal), with what each node is.
+json::object lineage_json(analysis const& a, candidate_id leaf) {
+  std::vector<candidate_id> chain;
+  std::set<std::uint64_t> seen;
+  std::optional<candidate_id> at = leaf;
+  json::value missing = nullptr;
+  while (at && seen.insert(at->value).second) {
+    auto it = a.facts.find(*at);
+    if (it == a.facts.end()) {
+      missing = at->str();  // a parent this journal never proposed
+      break;
+    }
+    chain.push_back(*at);
+    at = it->second.cand ? it->second.cand->parent : std::nullopt;
+  }
+  std::reverse(chain.begin(), chain.end());
+  json::array nodes;
+  for (std::size_t i = 0; i < chain.size(); ++i) {
+    auto const& f = a.facts.at(chain[i]);
+    json::object n = candidate_fields(a, chain[i], f);
+    n["other_children"] = f.children - (i + 1 < chain.size() ? 1 : 0);
+    json::array written, attempts;
+    for (auto const* x : f.written_by) written.push_back(exchange_json(*x));
+    for (auto const* x : f.attempts) attempts.push_back(exchange_json(*x));
+    n["exchanges"] = std::move(written);
+    n["attempts"] = std::move(attempts);
+    nodes.push_back(std::move(n));
+  }
+  json::object o;
+  o["j"] = a.index;
+  o["nodes"] = std::move(nodes);
+  o["missing_parent"] = std::move(missing);
+  return o;
+}
+
+bool lineage_has_model_node(analysis const& a, candidate_id leaf) {
+  std::set<std::uint64_t> seen;
+  for (std::optional<candidate_id> at = leaf; at && seen.insert(at->value).second;) {
+    auto it = a.facts.find(*at);
+    if (it == a.facts.end()) return false;
+    if (!it->second.written_by.empty()) return true;
+    at = it->second.cand ? it->second.cand->parent : std::nullopt;
+  }
+  return false;
+}
+
+// ---- curves and funnels -----------------------------------------------------------------------
+
+/// A run's best-so-far at cumulative device seconds `x`: its last new_best at or before x.
+std::optional<double> value_at(analysis const& a, double x) {
+  std::optional<double> v;
+  for (auto const& p : a.progress) {
+    if (p.x > x) break;
+    v = p.y;
+  }
+  return v;
+}
+
+/// Points {x, y}; a marked one (a change of the line) gets m: 1, and r: the rung when `rungs` names it.
+json::array points(std::vector<std::pair<double, double>> const& xy, std::vector<bool> const& marks,
+                   std::vector<std::string> const& rungs) {
+  json::array out;
+  for (std::size_t i = 0; i < xy.size(); ++i) {
+    json::object p;
+    p["x"] = number(xy[i].first);
+    p["y"] = number(xy[i].second);
+    if (i < marks.size() && marks[i]) p["m"] = 1;
+    if (i < rungs.size() && !rungs[i].empty()) p["r"] = rungs[i];
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+/// The group's step functions: over the union of its runs' change points (and their ends), the
+/// median, lowest and highest best-so-far of the runs that have one there. Each level is held until
+/// the next change point, drawn as a vertical step. A run that ended keeps its last best.
+json::object progress_json(std::vector<analysis const*> const& runs) {
+  std::vector<double> xs;
+  for (auto const* r : runs) {
+    for (auto const& p : r->progress) xs.push_back(p.x);
+    if (!r->progress.empty()) xs.push_back(r->device_seconds);
+  }
+  std::sort(xs.begin(), xs.end());
+  xs.erase(std::unique(xs.begin(), xs.end()), xs.end());
+  // The three lines share their x values (the filler draws the band between two of them).
+  std::vector<std::pair<double, double>> med, lo, hi;
+  std::vector<bool> med_marks;
+  std::vector<std::string> med_rungs;  // one run: the rung of each new incumbent (for the tooltip)
+  auto rung_at = [&](double x) {
+    std::string name;
+    if (runs.size() == 1)
+      for (auto const& p : runs.front()->progress)
+        if (p.x <= x) name = runs.front()->rung_name(p.rung);
+    return name;
+  };
+  bool started = false;
+  for (double x : xs) {
+    std::vector<double> v;
+    for (auto const* r : runs)
+      if (auto y = value_at(*r, x)) v.push_back(*y);
+    if (v.empty()) continue;
+    std::sort(v.begin(), v.end());
+    const std::size_t n = v.size();
+    const double median = n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+    const bool changed =
+        !started || median != med.back().second || v.front() != lo.back().second || v.back() != hi.back().second;
+    if (!changed) continue;
+    if (started) {  // the vertical step: the previous levels up to x
+      med.emplace_back(x, med.back().second);
+      lo.emplace_back(x, lo.back().second);
+      hi.emplace_back(x, hi.back().second);
+      med_marks.push_back(false);
+      med_rungs.emplace_back();
+    }
+    med_marks.push_back(!started || median != med.back().second);
+    med_rungs.push_back(rung_at(x));
+    med.emplace_back(x, median);
+    lo.emplace_back(x, v.front());
+    hi.emplace_back(x, v.back());
+    started = true;
+  }
+  // Hold the last levels to the end of the longest run.
+  double end = 0;
+  for (auto const* r : runs) end = std::max(end, r->device_seconds);
+  if (!med.empty() && med.back().first < end) {
+    med.emplace_back(end, med.back().second);
+    lo.emplace_back(end, lo.back().second);
+    hi.emplace_back(end, hi.back().second);
+    med_marks.push_back(false);
+  }
+  json::object o;
+  o["median"] = points(med, med_marks, med_rungs);
+  if (runs.size() > 1) {
+    o["min"] = points(lo, {}, {});
+    o["max"] = points(hi, {}, {});
+  }
+  return o;
+}
+
+json::object funnel_json(std::vector<analysis const*> const& runs) {
+  std::size_t rungs = 0;
+  for (auto const* r : runs) rungs = std::max({rungs, r->rungs.size(), r->measured.size()});
+  std::size_t proposed = 0, gated = 0, passed = 0, promoted = 0, bests = 0;
+  std::vector<std::size_t> measured(rungs, 0);
+  for (auto const* r : runs) {
+    proposed += r->facts.size();
+    gated += r->gated;
+    passed += r->gate_passed;
+    promoted += r->promoted;
+    bests += r->new_bests;
+    for (std::size_t i = 0; i < r->measured.size(); ++i) measured[i] += r->measured[i];
+  }
+  json::array labels, values;
+  auto add = [&](std::string const& label, std::size_t value) {
+    labels.emplace_back(label);
+    values.emplace_back(value);
+  };
+  add("proposed", proposed);
+  add("gated", gated);
+  add("passed the gate", passed);
+  for (std::size_t i = 0; i < rungs; ++i) add("measured at " + runs.front()->rung_name(i), measured[i]);
+  add("promoted", promoted);
+  add("new bests", bests);
+  json::object o;
+  o["labels"] = std::move(labels);
+  o["values"] = std::move(values);
+  return o;
+}
+
+json::object journal_json(analysis const& a) {
+  auto const& c = a.contents();
+  json::object o;
+  o["file"] = a.journal->file.string();
+  o["problem"] = c.header.problem;
+  o["strategy"] = c.header.strategy;
+  o["seed"] = std::to_string(c.header.seed);
+  o["evaluator"] = c.header.evaluator;
+  o["ladder"] = c.header.ladder;
+  o["date"] = c.date;
+  o["version"] = c.version;
+  o["budget"] = budget_text(c.limits);
+  o["segments"] = c.segments;
+  o["torn_bytes"] = c.torn_bytes;
+  o["candidates"] = a.facts.size();
+  o["evaluations"] = c.outcomes.size();
+  o["exchanges"] = c.exchanges.size();
+  o["device_seconds"] = number(a.device_seconds);
+  o["stop"] = a.stop;
+  o["baseline"] = c.reference.has_value();
+  if (a.incumbent) {
+    json::object b;
+    b["id"] = a.incumbent->id.str();
+    b["speedup"] = number(a.incumbent->value->speedup);
+    b["rung"] = a.rung_name(a.incumbent->rung);
+    o["best"] = std::move(b);
+  } else {
+    o["best"] = nullptr;
+  }
+  return o;
+}
+
+/// A problem's best kernel: each journal's incumbent when it ended (its last new_best), the one at the
+/// highest rung, then with the highest score value (scores at different rungs cover different shapes).
+analysis const* best_run(std::vector<analysis const*> const& runs) {
+  analysis const* best = nullptr;
+  for (auto const* r : runs) {
+    if (!r->incumbent) continue;
+    if (!best || r->incumbent->rung > best->incumbent->rung ||
+        (r->incumbent->rung == best->incumbent->rung && r->incumbent->value->value > best->incumbent->value->value))
+      best = r;
+  }
+  return best;
+}
+
+/// The best candidate a model wrote: highest rung measured, then highest score value there.
+std::optional<std::pair<analysis const*, candidate_id>> best_model_written(std::vector<analysis const*> const& runs) {
+  std::optional<std::pair<analysis const*, candidate_id>> best;
+  candidate_facts const* bf = nullptr;
+  for (auto const* r : runs)
+    for (auto id : r->order) {
+      auto const& f = r->facts.at(id);
+      if (f.written_by.empty() || !f.best) continue;
+      if (!bf || f.best_rung > bf->best_rung || (f.best_rung == bf->best_rung && f.best->value > bf->best->value)) {
+        best.emplace(r, id);
+        bf = &f;
+      }
+    }
+  return best;
+}
+
+json::object problem_json(std::string const& name, std::vector<analysis const*> const& runs) {
+  json::object o;
+  o["name"] = name;
+  json::array journals;
+  for (auto const* r : runs) journals.emplace_back(r->index);
+  o["journals"] = std::move(journals);
+
+  std::vector<std::string> strategies;
+  for (auto const* r : runs)
+    if (std::find(strategies.begin(), strategies.end(), r->contents().header.strategy) == strategies.end())
+      strategies.push_back(r->contents().header.strategy);
+  json::array groups;
+  for (auto const& s : strategies) {
+    std::vector<analysis const*> members;
+    for (auto const* r : runs)
+      if (r->contents().header.strategy == s) members.push_back(r);
+    json::object g;
+    g["strategy"] = s;
+    json::array seeds, idx;
+    for (auto const* r : members) {
+      seeds.emplace_back(std::to_string(r->contents().header.seed));
+      idx.emplace_back(r->index);
+    }
+    g["seeds"] = std::move(seeds);
+    g["journals"] = std::move(idx);
+    g["progress"] = progress_json(members);
+    g["funnel"] = funnel_json(members);
+    groups.push_back(std::move(g));
+  }
+  o["groups"] = std::move(groups);
+
+  o["best"] = nullptr;
+  o["lineage"] = nullptr;
+  o["model_best"] = nullptr;
+  if (auto const* b = best_run(runs)) {
+    const auto id = b->incumbent->id;
+    if (b->facts.contains(id)) {
+      json::object best = kernel_json(*b, id);
+      best["incumbent_speedup"] = number(b->incumbent->value->speedup);
+      best["incumbent_rung"] = b->rung_name(b->incumbent->rung);
+      o["best"] = std::move(best);
+      o["lineage"] = lineage_json(*b, id);
+      // The best kernel's lineage holds no model-written node: show the best one a model wrote too.
+      if (!lineage_has_model_node(*b, id))
+        if (auto m = best_model_written(runs)) {
+          json::object mb;
+          mb["kernel"] = kernel_json(*m->first, m->second);
+          mb["lineage"] = lineage_json(*m->first, m->second);
+          o["model_best"] = std::move(mb);
+        }
+    }
+  }
+
+  json::array rows;
+  for (auto const* r : runs)
+    for (auto id : r->order) rows.push_back(candidate_fields(*r, id, r->facts.at(id)));
+  o["rows"] = std::move(rows);
+  return o;
+}
+
+}  // namespace
+
+std::vector<std::string> rung_names(std::string const& ladder) {
+  std::vector<std::string> names;
+  const std::string_view list = std::string_view(ladder).substr(0, ladder.find('/'));
+  if (list.empty()) return names;
+  std::size_t start = 0;
+  while (true) {
+    const auto comma = list.find(',', start);
+    names.emplace_back(list.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start));
+    if (comma == std::string_view::npos) break;
+    start = comma + 1;
+  }
+  return names;
+}
+
+json::object report_data(std::vector<loaded_journal> const& journals, std::string const& title,
+                         std::string const& generated, std::string const& chartjs_version) {
+  std::vector<analysis> runs;
+  runs.reserve(journals.size());
+  for (std::size_t i = 0; i < journals.size(); ++i) runs.push_back(analyse(journals[i], i));
+
+  json::object o;
+  o["title"] = title;
+  o["generated"] = generated;
+  o["version"] = std::string(library_version);
+  o["chartjs"] = chartjs_version;
+  json::array js;
+  for (auto const& r : runs) js.push_back(journal_json(r));
+  o["journals"] = std::move(js);
+
+  std::vector<std::string> names;  // problems in the order their first journal was given
+  for (auto const& r : runs)
+    if (std::find(names.begin(), names.end(), r.contents().header.problem) == names.end())
+      names.push_back(r.contents().header.problem);
+  json::array problems;
+  for (auto const& name : names) {
+    std::vector<analysis const*> members;
+    for (auto const& r : runs)
+      if (r.contents().header.problem == name) members.push_back(&r);
+    problems.push_back(problem_json(name, members));
+  }
+  o["problems"] = std::move(problems);
+  return o;
+}
+
+}  // namespace kernelbrain::cli::report
