@@ -83,6 +83,15 @@ std::string fill(std::string const& text, std::vector<std::pair<std::string, std
   return out;
 }
 
+std::string call_text(export_model const& m, tuned_shape const& t) {
+  std::string s;
+  for (std::size_t i = 0; i < m.tensors.size(); ++i)
+    s += (i ? (i == m.inputs ? " -> " : ", ") : "") + m.tensors[i].name + " " + sizes_text(t.sizes[i]);
+  for (std::size_t a = 0; a < m.desc.attributes.size(); ++a)
+    s += fmt::format(", {}={}", m.desc.attributes[a].second, t.attributes[a]);
+  return s;
+}
+
 }  // namespace exporting
 
 namespace {
@@ -695,15 +704,6 @@ std::string seconds_text(std::optional<double> s) {
   if (!s) return "-";
   if (*s < 1e-3) return fmt::format("{:.1f} us", *s * 1e6);
   return fmt::format("{:.3f} ms", *s * 1e3);
-}
-
-std::string call_text(export_model const& m, tuned_shape const& t) {
-  std::string s;
-  for (std::size_t i = 0; i < m.tensors.size(); ++i)
-    s += (i ? (i == m.inputs ? " -> " : ", ") : "") + m.tensors[i].name + " " + sizes_text(t.sizes[i]);
-  for (std::size_t a = 0; a < m.desc.attributes.size(); ++a)
-    s += fmt::format(", {}={}", m.desc.attributes[a].second, t.attributes[a]);
-  return s;
 }
 
 std::string readme(export_model const& m) {

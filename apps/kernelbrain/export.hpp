@@ -116,6 +116,8 @@ struct capability {
 [[nodiscard]] capability required_capability(std::string const& arch);
 /// "[16, 16384]".
 [[nodiscard]] std::string sizes_text(std::vector<std::int64_t> const& sizes);
+/// A tuned shape's call for comments and READMEs: "x [16, 16384] -> y [16, 16384]" (+ ", groups=4").
+[[nodiscard]] std::string call_text(export_model const& m, tuned_shape const& t);
 /// A double as C++ / Python source: shortest round-trip form.
 [[nodiscard]] std::string number_text(double v);
 

@@ -719,11 +719,7 @@ std::string run_function(export_model const& m, std::size_t index) {
 std::string shape_comments(export_model const& m) {
   std::string s;
   for (auto const& t : m.shapes) {
-    std::string call;
-    for (std::size_t i = 0; i < m.tensors.size(); ++i)
-      call += (i ? (i == m.inputs ? " -> " : ", ") : "") + m.tensors[i].name + " " + sizes_text(t.sizes[i]);
-    for (std::size_t a = 0; a < m.desc.attributes.size(); ++a)
-      call += fmt::format(", {}={}", m.desc.attributes[a].second, t.attributes[a]);
+    const std::string call = call_text(m, t);
     s += fmt::format(
         "//   {}: {}; {}\n", t.name, call,
         t.speedup ? fmt::format("{:.2f}x the reference kernel", *t.speedup) : std::string("speed-up unknown"));
