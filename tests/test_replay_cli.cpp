@@ -3,6 +3,7 @@
 // `fidelity` on a committed recording, and `record` on the host backend: a sweep in two parts that
 // replays, and its usage errors.
 #include <doctest/doctest.h>
+#include <algorithm>
 
 #include <filesystem>
 #include <kernelbrain/io/recording.hpp>
@@ -73,7 +74,13 @@ TEST_CASE("record: a host sweep in two parts, replayed, and its usage errors") {
   for (auto const& p : rec.points) {
     CHECK(p.gate.passed());
     CHECK_FALSE(p.shapes.empty());
-    for (auto const& s : p.shapes) CHECK(s.samples.size() == 3);
+    // A shape refused at measurement is recorded with its verdict and no samples; on a loaded machine a
+    // host timing can be refused (seen in CI with another build running), which is not what this tests.
+    for (auto const& s : p.shapes) {
+      INFO("shape " << s.shape << ": " << s.result.detail);
+      CHECK(s.samples.size() == (s.result.passed() ? 3U : 0U));
+    }
+    CHECK(std::any_of(p.shapes.begin(), p.shapes.end(), [](auto const& s) { return s.samples.size() == 3; }));
   }
   // Replayed: both points are the space, the best of them is found.
   const auto ab = run_cli(
