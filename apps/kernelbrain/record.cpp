@@ -10,7 +10,6 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <kernelbrain/evaluate/cuda.hpp>
@@ -26,6 +25,7 @@
 #include <unordered_set>
 #include <vector>
 #include "commands.hpp"
+#include "timestamps.hpp"
 
 namespace kernelbrain::cli {
 
@@ -40,15 +40,6 @@ struct record_options {
   double time_limit = 0;  ///< seconds; 0: none
   bool count_only = false;
 };
-
-std::string utc_now() {
-  const std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char b[32];
-  std::strftime(b, sizeof b, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return b;
-}
 
 /// The evaluator a recording is made with: the CUDA backend without compute-sanitizer and Nsight
 /// Compute (their cost per point would dominate a sweep; replay gives the static diagnosis).

@@ -10,7 +10,6 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
-#include <array>
 #include <boost/json/serialize.hpp>
 #include <cctype>
 #include <cerrno>
@@ -18,7 +17,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -34,6 +32,7 @@
 #include "commands.hpp"
 #include "report_data.hpp"
 #include "report_page.hpp"
+#include "timestamps.hpp"
 
 namespace kernelbrain::cli {
 
@@ -233,14 +232,6 @@ std::string fill(std::string_view page, std::map<std::string, std::string> const
   }
   out.append(page.substr(at));
   return out;
-}
-
-std::string utc_now() {
-  const std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  std::array<char, 32> buf{};
-  return std::strftime(buf.data(), buf.size(), "%Y-%m-%dT%H:%M:%SZ", &tm) > 0 ? std::string(buf.data()) : "";
 }
 
 /// 128 random bits for the Content-Security-Policy nonce: only the page's own scripts carry it.
