@@ -12,7 +12,8 @@
 //                                      runs, then the profiled runs between cuProfilerStart/Stop
 //   --exec [LIMITS] -- PROGRAM ARGS    run PROGRAM (compute-sanitizer) so that it and everything it
 //                                      starts die with the search (detail/process_supervision.hpp)
-//   --version                          NVRTC version, driver version, device name and L2 size
+//   --version                          NVRTC version, driver version, device 0's name, L2 size and
+//                                      multiprocessors, and how many devices CUDA_VISIBLE_DEVICES shows
 // The driver (libcuda.so.1) is opened at run time, so --compile and --version work on machines
 // without one. A sticky CUDA error (illegal address, trap, ...) ends the worker: the evaluator
 // reports a crash and starts a fresh one. Inputs are generated, outputs poisoned and compared by
@@ -65,7 +66,7 @@ std::string read_text(char const* path) {
 // clang-format 14 indents each continuation line of this list further than the last: keep it by hand.
 // clang-format off
 #define KB_DRIVER_FUNCTIONS(X)                                                                                   \
-  X(cuInit) X(cuDriverGetVersion) X(cuDeviceGet) X(cuDeviceGetName) X(cuDeviceGetAttribute)                      \
+  X(cuInit) X(cuDriverGetVersion) X(cuDeviceGet) X(cuDeviceGetCount) X(cuDeviceGetName) X(cuDeviceGetAttribute)  \
   X(cuDevicePrimaryCtxRetain) X(cuCtxSetCurrent) X(cuCtxResetPersistingL2Cache) X(cuStreamCreate)                \
   X(cuStreamSynchronize) X(cuEventCreate) X(cuEventRecord) X(cuEventElapsedTime) X(cuGetErrorName)               \
   X(cuGetErrorString) X(cuMemAlloc) X(cuMemFree) X(cuMemsetD32Async) X(cuMemsetD16Async) X(cuMemcpyDtoHAsync)    \
@@ -520,6 +521,8 @@ struct device_context {
   device_context() {
     if (!cu.load()) die(cu.missing);
     die_if(cu.cuInit(0), "cuInit");
+    // Device 0 is the first that CUDA_VISIBLE_DEVICES shows: the evaluator chooses a GPU by setting
+    // it in this process's environment (cuda_options::visible_device).
     die_if(cu.cuDeviceGet(&dev, 0), "cuDeviceGet");
     die_if(cu.cuDevicePrimaryCtxRetain(&ctx, dev), "cuDevicePrimaryCtxRetain");
     die_if(cu.cuCtxSetCurrent(ctx), "cuCtxSetCurrent");
@@ -1050,12 +1053,15 @@ int version_mode() {
   int major = 0, minor = 0;
   nvrtcVersion(&major, &minor);
   std::printf("nvrtc %d.%d\n", major, minor);
+  // No driver, or none of the devices CUDA_VISIBLE_DEVICES names (cuInit: CUDA_ERROR_NO_DEVICE): no
+  // device, which is an answer, not a failure (CI, cuda_visible_devices on a machine without a GPU).
   if (!cu.load() || cu.cuInit(0) != CUDA_SUCCESS) {
-    std::printf("device none\n");
+    std::printf("device none\ndevices 0\n");
     return 0;
   }
-  int drv = 0;
+  int drv = 0, count = 0;
   cu.cuDriverGetVersion(&drv);
+  if (cu.cuDeviceGetCount(&count) != CUDA_SUCCESS) count = 0;
   CUdevice d;
   char name[256] = "unknown";
   int l2 = 0, sms = 0;
@@ -1064,7 +1070,7 @@ int version_mode() {
     cu.cuDeviceGetAttribute(&l2, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, d);
     cu.cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, d);
   }
-  std::printf("driver %d\ndevice %s\nl2 %d\nsms %d\n", drv, name, l2, sms);
+  std::printf("driver %d\ndevice %s\nl2 %d\nsms %d\ndevices %d\n", drv, name, l2, sms, count);
   return 0;
 }
 

@@ -10,11 +10,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <kernelbrain/detail/worker_process.hpp>
 #include <kernelbrain/evaluate/host.hpp>
 #include <kernelbrain/search.hpp>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -92,6 +95,47 @@ extern "C" void kb_kernel(const kb_args* a) {
 }
 
 std::string cache_dir() { return kb_test::process_dir("process-test"); }
+
+/// Sets an environment variable of this process for one scope, then restores it.
+class scoped_env {
+ public:
+  scoped_env(std::string name, std::string const& value) : name_(std::move(name)) {
+    if (char const* old = std::getenv(name_.c_str())) old_ = old;
+    ::setenv(name_.c_str(), value.c_str(), 1);
+  }
+  ~scoped_env() {
+    if (old_)
+      ::setenv(name_.c_str(), old_->c_str(), 1);
+    else
+      ::unsetenv(name_.c_str());
+  }
+  scoped_env(scoped_env const&) = delete;
+  scoped_env& operator=(scoped_env const&) = delete;
+
+ private:
+  std::string name_;
+  std::optional<std::string> old_;
+};
+
+/// A process's environment as it was started (/proc/PID/environ), one "NAME=value" per entry.
+std::vector<std::string> environment_of(int pid) {
+  const std::string raw = kb_test::read_proc_file("/proc/" + std::to_string(pid) + "/environ");
+  std::vector<std::string> out;
+  for (std::size_t b = 0; b < raw.size();) {
+    const auto e = std::min(raw.find('\0', b), raw.size());
+    out.push_back(raw.substr(b, e - b));
+    b = e + 1;
+  }
+  return out;
+}
+
+/// The entries of `env` named `name`.
+std::vector<std::string> entries_named(std::vector<std::string> const& env, std::string const& name) {
+  std::vector<std::string> out;
+  for (auto const& e : env)
+    if (e.starts_with(name + "=")) out.push_back(e);
+  return out;
+}
 
 }  // namespace
 
@@ -246,6 +290,70 @@ TEST_CASE("processes: a worker started by a thread that has ended goes on servin
     auto after = serving_children();
     for (pid_t q : before) after.erase(q);
     CHECK(after == started);  // neither worker was replaced
+  }
+}
+
+TEST_CASE("processes: a child's added environment entries reach it and replace inherited variables of the name") {
+  // How a CUDA evaluator puts its children on its own GPU (CUDA_VISIBLE_DEVICES): an entry must
+  // replace an inherited variable, not sit beside it (which of two a program reads is its own choice).
+  const scoped_env inherited("KB_TEST_ENV_INHERITED", "inherited");
+  // The child's environment as it was given, one line per entry, and what the shell reads.
+  const std::string show =
+      "tr '\\000' '\\n' < /proc/$$/environ | grep '^KB_TEST_ENV_' | sort; "
+      "echo \"read: ${KB_TEST_ENV_ADDED-unset} $KB_TEST_ENV_INHERITED\"";
+  SUBCASE("run_captured") {
+    const auto added = run_captured({"sh", "-c", show}, 30s, 64 * 1024,
+                                    {"KB_TEST_ENV_ADDED=a value with spaces", "KB_TEST_ENV_INHERITED=replaced"});
+    REQUIRE(added.succeeded());
+    CHECK(added.output ==
+          "KB_TEST_ENV_ADDED=a value with spaces\nKB_TEST_ENV_INHERITED=replaced\n"
+          "read: a value with spaces replaced\n");
+    const auto plain = run_captured({"sh", "-c", show}, 30s);  // no entries: inherited as before
+    REQUIRE(plain.succeeded());
+    CHECK(plain.output == "KB_TEST_ENV_INHERITED=inherited\nread: unset inherited\n");
+    CHECK(std::string(std::getenv("KB_TEST_ENV_INHERITED")) == "inherited");  // this process's is untouched
+  }
+  SUBCASE("a later entry replaces an earlier one; KERNELBRAIN_PARENT_PID stays this process's") {
+    const auto r = run_captured({"sh", "-c", show + "; echo \"$KERNELBRAIN_PARENT_PID\""}, 30s, 64 * 1024,
+                                {"KB_TEST_ENV_ADDED=first", "KB_TEST_ENV_ADDED=second", "KERNELBRAIN_PARENT_PID=1"});
+    REQUIRE(r.succeeded());
+    CHECK(r.output == "KB_TEST_ENV_ADDED=second\nKB_TEST_ENV_INHERITED=inherited\nread: second inherited\n" +
+                          std::to_string(::getpid()) + "\n");
+  }
+  SUBCASE("through the --exec supervisor (how compute-sanitizer and ncu are run)") {
+    const auto r = run_captured(limited_command(find_host_worker(), {}, {"sh", "-c", show}), 30s, 64 * 1024,
+                                {"KB_TEST_ENV_INHERITED=supervised"});
+    REQUIRE(r.succeeded());
+    CHECK(r.output == "KB_TEST_ENV_INHERITED=supervised\nread: unset supervised\n");
+  }
+  SUBCASE("worker_process, also after a restart") {
+    worker_process w(find_host_worker(), "host", {}, {"KB_TEST_ENV_ADDED=worker", "KB_TEST_ENV_INHERITED=replaced"});
+    CHECK(w.environment() == std::vector<std::string>{"KB_TEST_ENV_ADDED=worker", "KB_TEST_ENV_INHERITED=replaced"});
+    for (int round = 0; round < 2; ++round) {
+      CAPTURE(round);
+      w.ensure_started();
+      const auto env = environment_of(w.pid());
+      CHECK(entries_named(env, "KB_TEST_ENV_ADDED") == std::vector<std::string>{"KB_TEST_ENV_ADDED=worker"});
+      CHECK(entries_named(env, "KB_TEST_ENV_INHERITED") == std::vector<std::string>{"KB_TEST_ENV_INHERITED=replaced"});
+      CHECK(entries_named(env, "KERNELBRAIN_PARENT_PID") ==
+            std::vector<std::string>{"KERNELBRAIN_PARENT_PID=" + std::to_string(::getpid())});
+      w.stop();
+    }
+    CHECK(w.spawns() == 2);
+    worker_process plain(find_host_worker(), "host");  // no entries: inherited as before
+    plain.ensure_started();
+    CHECK(entries_named(environment_of(plain.pid()), "KB_TEST_ENV_INHERITED") ==
+          std::vector<std::string>{"KB_TEST_ENV_INHERITED=inherited"});
+  }
+  SUBCASE("an entry that is not NAME=value is refused before anything starts") {
+    for (std::string const& bad :
+         std::vector<std::string>{"NO_EQUALS_SIGN", "=value", std::string("KB_TEST_ENV_ADDED=a\0b", 21)}) {
+      CAPTURE(bad);
+      CHECK_THROWS_WITH_AS((void)run_captured({"true"}, 30s, 1024, {bad}), doctest::Contains("is not NAME=value"),
+                           error);
+      CHECK_THROWS_WITH_AS(worker_process(find_host_worker(), "host", {}, {bad}),
+                           doctest::Contains("is not NAME=value"), error);
+    }
   }
 }
 

@@ -11,6 +11,9 @@ if [ -n "${CI:-}" ]; then
   KB_NEED_REPORT_TOOLS=${KB_NEED_REPORT_TOOLS:-1}
   [ "$KB_NEED_REPORT_TOOLS" = 1 ] && export KB_REQUIRE_REPORT_TOOLS=${KB_REQUIRE_REPORT_TOOLS:-1}
 else KB_NEED_REPORT_TOOLS=${KB_NEED_REPORT_TOOLS:-optional}; fi
+# Open MPI (one search over an MPI job, tested under mpirun -np 3 on loopback): CI installs it and
+# its tests then must run; elsewhere it is used where there (the MPI tests are built only with it).
+if [ -n "${CI:-}" ]; then KB_NEED_MPI=${KB_NEED_MPI:-1}; else KB_NEED_MPI=${KB_NEED_MPI:-optional}; fi
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 label_filter=(-LE gpu)
 if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then label_filter=(); fi

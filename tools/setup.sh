@@ -27,16 +27,17 @@ BUILD_DIR=${BUILD_DIR:-$KB_ROOT/build/release}
 BUILD_TYPE=${BUILD_TYPE:-Release}
 KB_DEPS_DIR=${KB_DEPS_DIR:-$KB_ROOT/.deps}
 
-kb_items=(cxx cmake ninja boost zlib fmt cli11 doctest benchmark clang_format clang_tidy chartjs chromium torch cuda)
+kb_items=(cxx cmake ninja boost zlib fmt cli11 doctest benchmark clang_format clang_tidy chartjs chromium torch mpi cuda)
 declare -A kb_label=([cxx]="C++ compiler" [cmake]=cmake [ninja]=ninja [boost]=Boost [zlib]=zlib [fmt]=fmt
   [cli11]=CLI11 [doctest]=doctest [benchmark]="Google Benchmark" [clang_format]=clang-format
-  [clang_tidy]=clang-tidy [chartjs]=Chart.js [chromium]=Chromium [torch]="PyTorch (python3)" [cuda]="CUDA toolkit")
+  [clang_tidy]=clang-tidy [chartjs]=Chart.js [chromium]=Chromium [torch]="PyTorch (python3)" [mpi]="Open MPI" [cuda]="CUDA toolkit")
 declare -A kb_probe=([cxx]="g++ >= 11 or clang++ >= 14" [cmake]="cmake >= 3.25" [ninja]=ninja
   [boost]="boost/version.hpp, >= 1.81" [zlib]="zlib.h + libz" [fmt]="fmt/format.h + fmt-config.cmake"
   [cli11]="CLI/CLI.hpp + CLI11Config.cmake" [doctest]="doctest/doctest.h + doctestConfig.cmake"
   [benchmark]="benchmark/benchmark.h + libbenchmark + benchmarkConfig.cmake"
   [clang_format]=clang-format [clang_tidy]=clang-tidy [chartjs]="share/javascript/chart.js/chart.min.js"
-  [chromium]="chromium or chromium-browser" [torch]="python3's torch package (dist-packages)" [cuda]="nvcc or include/nvrtc.h")
+  [chromium]="chromium or chromium-browser" [torch]="python3's torch package (dist-packages)" [mpi]="mpicc and mpirun"
+  [cuda]="nvcc or include/nvrtc.h")
 declare -A kb_purpose=([cxx]="building everything (C++20)" [cmake]="configuring the build"
   [ninja]="building (optional: make otherwise)" [boost]="the library (JSON, Asio, Beast)"
   [zlib]="the library (reading gzip-compressed recordings)"
@@ -45,7 +46,7 @@ declare -A kb_purpose=([cxx]="building everything (C++20)" [cmake]="configuring 
   [clang_format]="the format check of the test command" [clang_tidy]="the lint check of the test command"
   [chartjs]="the plots of kernelbrain report (inlined into each report)"
   [chromium]="the report's test in a headless browser" [torch]="the test of kernelbrain export's PyTorch module"
-  [cuda]="the CUDA backend (optional)")
+  [mpi]="one search over an MPI job (kernelbrain tune --mpi) and its tests" [cuda]="the CUDA backend (optional)")
 # Per item: need (required, optional, unused), status (ok, missing, old, skipped), found (version or
 # what is wrong), where (path). Functions return values in kb_reply.
 declare -A kb_need=() kb_status=() kb_found=() kb_where=()
@@ -218,6 +219,15 @@ kb_decide_needs() {
     optional) kb_need[chromium]=optional kb_need[torch]=optional ;;
     *) kb_need[chromium]=unused kb_need[torch]=unused ;;
   esac
+  case ${KB_NEED_MPI:-0} in
+    1) ;;
+    optional) kb_need[mpi]=optional ;;
+    *) kb_need[mpi]=unused ;;
+  esac
+}
+kb_check_mpi() {  # Open MPI's compiler wrapper (CMake's FindMPI asks it) and launcher
+  if [ "${kb_need[mpi]}" = unused ]; then kb_set mpi skipped "(not asked for)"; return 0; fi
+  if kb_which mpicc && kb_which mpirun; then kb_set mpi ok found "$kb_reply"; else kb_set mpi missing "-"; fi
 }
 kb_check_chartjs() {  # the UMD build Debian's libjs-chart.js installs (kernelbrain report's default)
   local p f
@@ -254,6 +264,7 @@ kb_detect() {
   else kb_check_tool clang_format clang-format; kb_check_tool clang_tidy clang-tidy; fi
   kb_check_chartjs
   kb_check_report_tools
+  kb_check_mpi
   kb_check_cuda
   # What the caller wants (required or optional) and is not there; CUDA aside: it is never installed.
   kb_missing=() kb_missing_required=()
@@ -298,6 +309,7 @@ kb_package() {
     chartjs) kb_reply=libjs-chart.js ;;
     chromium) [[ $kb_distro == ubuntu* ]] && kb_reply="" || kb_reply=chromium ;;
     torch) kb_reply=python3-torch ;;
+    mpi) kb_reply=libopenmpi-dev ;;  # with openmpi-bin (mpirun), which it depends on
     *) kb_reply="" ;;
   esac
 }
@@ -451,6 +463,8 @@ kb_fail_missing() {
       echo "  (clang-format and clang-tidy are asked for by KB_NEED_LINT=1; KB_NEED_LINT=0 goes on without them)"
     [[ " ${kb_missing_required[*]} " == *" chromium "* || " ${kb_missing_required[*]} " == *" torch "* ]] &&
       echo "  (Chromium and PyTorch are asked for by KB_NEED_REPORT_TOOLS=1; KB_NEED_REPORT_TOOLS=0 goes on without them)"
+    [[ " ${kb_missing_required[*]} " == *" mpi "* ]] &&
+      echo "  (Open MPI is asked for by KB_NEED_MPI=1; KB_NEED_MPI=0 goes on without it)"
     if ((${#download[@]})); then
       echo "  Without network: run 'apt-get download ${download[*]}' on a machine with network"
       echo "  ($kb_distro_name preferably), put the .deb files in $KB_DEPS_DIR/debs and run this again"
@@ -470,6 +484,7 @@ kb_note_optional() {
       clang_format | clang_tidy) kb_say "${kb_label[$i]} not found: its checks cannot run (package $kb_reply)" ;;
       chartjs) kb_say "Chart.js not found: kernelbrain report cannot draw its plots (package $kb_reply)" ;;
       chromium | torch) kb_say "${kb_label[$i]} not found: ${kb_purpose[$i]} is skipped${kb_reply:+ (package $kb_reply)}" ;;
+      mpi) kb_say "Open MPI not found: --mpi and its tests are not built (package $kb_reply)" ;;
     esac
   done
 }

@@ -164,6 +164,32 @@ std::string parse_backend(std::string const& text) {
   throw usage_error(fmt::format("unknown backend '{}': this build has cuda, host and synthetic", text));
 }
 
+std::vector<std::string> parse_devices(std::string const& text) {
+  if (text == "all") return {};
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  for (;;) {
+    const auto comma = text.find(',', start);
+    auto item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    const auto first = item.find_first_not_of(" \t");
+    const auto last = item.find_last_not_of(" \t");
+    item = first == std::string::npos ? std::string{} : item.substr(first, last - first + 1);
+    if (item.empty())
+      throw usage_error(
+          fmt::format("'{}' has an empty entry: write device indices or UUIDs separated by commas "
+                      "(--devices 0,1), or all",
+                      text));
+    if (std::find(out.begin(), out.end(), item) != out.end())
+      throw usage_error(
+          fmt::format("'{}' names device {} twice: for several workers on one device use "
+                      "--workers-per-device",
+                      text, item));
+    out.push_back(std::move(item));
+    if (comma == std::string::npos) return out;
+    start = comma + 1;
+  }
+}
+
 tune_arguments::tune_arguments(CLI::App& cmd) : cmd_(&cmd) {
   // A repeated option takes its last value (as the hand-written parser did), so that a script can
   // append options to a command line to override its defaults.
@@ -228,6 +254,39 @@ tune_arguments::tune_arguments(CLI::App& cmd) : cmd_(&cmd) {
   cmd.add_option("--slow-eval-ms", slow_eval_ms_, "sleep this long before each measurement (tests)")
       ->group("")
       ->check(checked_by([](std::string const& t) { return parse_count(t, "--slow-eval-ms 20"); }));
+  cmd.add_option("--devices", devices_,
+                 "the CUDA devices this search (this rank, under --mpi) evaluates on, one\n"
+                 "pool member each: indices or UUIDs as CUDA_VISIBLE_DEVICES takes them\n"
+                 "(0,1), or all, the default: every visible device")
+      ->type_name("LIST")
+      ->check(checked_by(parse_devices));
+  cmd.add_option("--workers-per-device", workers_per_device_,
+                 "pool members per device (default 1): with 2, one candidate's compile and\n"
+                 "gate overlap another's timing; two timings on one device never overlap")
+      ->type_name("N")
+      ->check(checked_by([](std::string const& t) {
+        const auto n = parse_count(t, "--workers-per-device 2");
+        if (n < 1 || n > 64) throw usage_error(fmt::format("'{}' is not between 1 and 64", t));
+        return n;
+      }));
+  cmd.add_option("--in-flight", in_flight_,
+                 "evaluations issued ahead of the results (default 4; a pool of N uses at\n"
+                 "least 2N): the search's decisions depend on it, never on timing, so the\n"
+                 "same value gives the same search on 1 or N GPUs")
+      ->type_name("N")
+      ->check(checked_by([](std::string const& t) {
+        const auto n = parse_count(t, "--in-flight 8");
+        if (n < 1 || n > 4096) throw usage_error(fmt::format("'{}' is not between 1 and 4096", t));
+        return n;
+      }));
+  cmd.add_flag("--mpi", mpi_,
+               "one search over every rank of an MPI job (mpirun -np N, srun): rank 0\n"
+               "searches and journals, every rank evaluates on its devices");
+  cmd.add_option("--mpi-lost-after", mpi_lost_after_,
+                 "seconds without a word from a rank before its evaluations are re-queued\n"
+                 "on the others (default 60)")
+      ->type_name("SECONDS")
+      ->check(checked_by(parse_wall_seconds));
   model_ = std::make_unique<model_arguments>(cmd);
 }
 
@@ -252,6 +311,11 @@ tune_options tune_arguments::finish() const {
   if (!best_out_.empty()) o.best_out = std::filesystem::path(best_out_);
   if (!focus_.empty()) o.focus = parse_focus(focus_);
   o.model = model_->finish();
+  o.devices = parse_devices(devices_);
+  o.workers_per_device = static_cast<unsigned>(parse_count(workers_per_device_, "2"));
+  o.in_flight = static_cast<std::size_t>(parse_count(in_flight_, "8"));
+  o.mpi = mpi_;
+  o.mpi_lost_after = parse_wall_seconds(mpi_lost_after_);
   return o;
 }
 

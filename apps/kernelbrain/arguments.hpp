@@ -85,7 +85,17 @@ struct tune_options {
   std::optional<std::filesystem::path> best_out;
   std::vector<std::string> focus;  ///< benchmark shapes to tune for (empty: all)
   model_options model;             ///< the LLM, if any (--model, --exchange, --recorded-answers, ...)
+  // -- the evaluation pool (docs/scaling.md)
+  std::vector<std::string>
+      devices;                      ///< --devices: CUDA devices (CUDA_VISIBLE_DEVICES values); empty: every visible one
+  unsigned workers_per_device = 1;  ///< --workers-per-device: pool members per device (they take turns timing)
+  std::size_t in_flight = 4;        ///< --in-flight: search_options::max_in_flight
+  bool mpi = false;                 ///< --mpi: one search over every rank of an MPI job
+  double mpi_lost_after = 60;       ///< --mpi-lost-after: seconds of silence before a rank is given up
 };
+
+/// "0,1" or "all" (empty: every visible device); entries as CUDA_VISIBLE_DEVICES takes them.
+[[nodiscard]] std::vector<std::string> parse_devices(std::string const& text);
 
 /// Adds tune's positional argument and options to `cmd`; once CLI11 has parsed the command line,
 /// `finish` (called by run) fills `out` from what was given. Every option's value is validated
@@ -100,7 +110,8 @@ class tune_arguments {
  private:
   std::string problem_, backend_, strategy_ = "default", budget_, journal_, wall_, best_out_, focus_;
   std::string seed_ = "1", slow_eval_ms_ = "0";
-  bool resume_ = false;
+  std::string devices_ = "all", workers_per_device_ = "1", in_flight_ = "4", mpi_lost_after_ = "60";
+  bool resume_ = false, mpi_ = false;
   CLI::App* cmd_;
   std::unique_ptr<model_arguments> model_;  ///< made last: its options take the defaults set first
   CLI::Option* progress_option_ = nullptr;

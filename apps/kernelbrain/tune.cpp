@@ -28,6 +28,7 @@
 #include <thread>
 #include <vector>
 #include "commands.hpp"
+#include "pool.hpp"
 #include "progress.hpp"
 
 namespace kernelbrain::cli {
@@ -45,30 +46,6 @@ Examples:
   kernelbrain tune examples/problems/matvec --budget 2m --journal matvec.jsonl
   kernelbrain tune synthetic --budget 300evals --journal run.jsonl
   kernelbrain tune synthetic --budget 300evals --journal run.jsonl --resume   # after a kill)";
-
-/// Test hook behind --slow-eval-ms: sleeps before each measurement and forwards everything else, so
-/// results, budget and fingerprint are the wrapped evaluator's own.
-class slowed_evaluator final : public evaluator {
- public:
-  slowed_evaluator(evaluator& inner, std::chrono::milliseconds delay) : inner_(inner), delay_(delay) {}
-  [[nodiscard]] std::string fingerprint() const override { return inner_.fingerprint(); }
-  [[nodiscard]] verdict inspect(candidate const& c) override { return inner_.inspect(c); }
-  [[nodiscard]] verdict build(candidate const& c) override { return inner_.build(c); }
-  [[nodiscard]] verdict check(candidate const& c, std::span<std::size_t const> shapes, int trials,
-                              std::uint64_t seed) override {
-    return inner_.check(c, shapes, trials, seed);
-  }
-  [[nodiscard]] measurement measure(candidate const& c, rung const& r, measure_request const& req) override {
-    std::this_thread::sleep_for(delay_);
-    return inner_.measure(c, r, req);
-  }
-  [[nodiscard]] baseline measure_baseline(problem const& p) override { return inner_.measure_baseline(p); }
-  [[nodiscard]] double take_device_seconds() override { return inner_.take_device_seconds(); }
-
- private:
-  evaluator& inner_;
-  std::chrono::milliseconds delay_;
-};
 
 /// "synthetic" or "synthetic:<landscape seed>".
 synthetic_config synthetic_problem(std::string const& spec) {
@@ -164,14 +141,15 @@ std::string report_command(std::filesystem::path const& journal) {
   return "kernelbrain report " + shell(journal.string()) + " -o " + shell(page);
 }
 
-/// One line about the backend's work for the summary (empty when it has nothing to say).
-std::string backend_note(evaluator const* ev) {
-  if (auto const* cu = dynamic_cast<cuda_evaluator const*>(ev))
-    return fmt::format("{} NVRTC compiles (ahead, in parallel), {} cache hits, {} worker starts, {}", cu->compiles(),
-                       cu->cache_hits(), cu->worker_starts(),
-                       cu->sanitizer().empty() ? std::string("compute-sanitizer off (not found)")
-                                               : fmt::format("{} compute-sanitizer runs", cu->sanitizer_runs()));
-  return {};
+/// The search itself, on rank 0 (or without MPI): pool, model, journal, search, summary.
+int search_and_report(tune_options const& o, problem const& prob, std::string const& backend,
+                      std::string const& problem_name, synthetic_landscape const* land, mpi_job* job);
+
+/// "cuda:0, cuda:1 (2 members)".
+std::string describe(evaluator_pool const& pool) {
+  std::string out;
+  for (auto const& m : pool.members()) out += (out.empty() ? "" : ", ") + m.label;
+  return fmt::format("{} ({} members)", out, pool.size());
 }
 
 }  // namespace
@@ -211,23 +189,6 @@ std::filesystem::path problem_directory(std::string const& spec, std::string con
                                               : "(built-in: " + known + ", synthetic)"));
 }
 
-std::unique_ptr<evaluator> make_backend_evaluator(problem const& prob, std::string const& backend) {
-  if (backend == "host") {
-    if (prob.backend != "host")
-      throw usage_error(fmt::format("problem '{}' is written for the {} backend, not host: use --backend {}", prob.name,
-                                    prob.backend, prob.backend));
-    return std::make_unique<host_evaluator>(prob);
-  }
-  if (backend == "cuda") {
-    if (prob.backend != "cuda")
-      throw usage_error(fmt::format("problem '{}' is written for the {} backend, not cuda: use --backend {}", prob.name,
-                                    prob.backend, prob.backend));
-    return std::make_unique<cuda_evaluator>(prob);
-  }
-  // --backend was checked while parsing: this is a problem.json naming a backend this build lacks.
-  throw usage_error(fmt::format("unknown backend '{}': this build has cuda, host and synthetic", backend));
-}
-
 subcommand register_tune(CLI::App& app) {
   auto* cmd = app.add_subcommand("tune", "search a problem's kernel implementations within a budget");
   cmd->footer(tune_footer);
@@ -257,19 +218,45 @@ int run_tune(tune_options const& o) {
   const std::string backend = !o.backend.empty() ? o.backend : land ? "synthetic" : prob.backend;
   const std::string problem_name = land ? "synthetic:" + std::to_string(land->config().landscape_seed) : prob.name;
 
-  std::unique_ptr<evaluator> backend_ev;
-  if (backend == "synthetic") {
-    if (!land)
-      throw usage_error(fmt::format(
-          "the synthetic backend tunes 'synthetic' or 'synthetic:<landscape seed>', not '{}': use --backend {}",
-          o.problem, prob.backend));
-    backend_ev = std::make_unique<synthetic_evaluator>(*land);
-  } else {
-    if (land) throw usage_error(fmt::format("the {} backend needs a problem directory, not '{}'", backend, o.problem));
-    backend_ev = make_backend_evaluator(prob, backend);
+  if (backend == "synthetic" && !land)
+    throw usage_error(fmt::format(
+        "the synthetic backend tunes 'synthetic' or 'synthetic:<landscape seed>', not '{}': use --backend {}",
+        o.problem, prob.backend));
+  if (backend != "synthetic" && land)
+    throw usage_error(fmt::format("the {} backend needs a problem directory, not '{}'", backend, o.problem));
+
+  // Under --mpi every rank runs this command: rank 0 searches, the others serve their members.
+  std::optional<mpi_job> job;
+  if (o.mpi) job.emplace(o.mpi_lost_after);
+  if (job && job->rank() != 0) {
+    local_pool serving;
+    try {
+      serving = make_local_pool(prob, backend, o, land ? &*land : nullptr);
+    } catch (std::exception const& e) {
+      job->refuse(e.what());
+      return exit_usage;
+    }
+    job->serve(serving.pool, prob, problem_name);
+    return exit_ok;
   }
-  slowed_evaluator slowed(*backend_ev, std::chrono::milliseconds(o.slow_eval_ms));
-  evaluator& ev = o.slow_eval_ms > 0 ? static_cast<evaluator&>(slowed) : *backend_ev;
+  try {
+    return search_and_report(o, prob, backend, problem_name, land ? &*land : nullptr, job ? &*job : nullptr);
+  } catch (std::exception const& e) {
+    if (!job) throw;
+    // The other ranks wait for this one: say what went wrong, then end the whole job.
+    fmt::print(stderr, "kernelbrain: error (MPI rank 0): {}\n", e.what());
+    job->abort(dynamic_cast<error const*>(&e) ? exit_usage : exit_internal);
+  }
+}
+
+namespace {
+
+int search_and_report(tune_options const& o, problem const& prob, std::string const& backend,
+                      std::string const& problem_name, synthetic_landscape const* land, mpi_job* job) {
+  local_pool local =
+      job ? make_local_pool(prob, backend, o, land, "rank 0 ", job->node()) : make_local_pool(prob, backend, o, land);
+  if (job) job->connect(local.pool, problem_name);
+  evaluator_pool const& pool = local.pool;
 
   // The model, if any: what the journal being resumed recorded answers first, so nothing is asked twice.
   std::string model_text;
@@ -295,12 +282,16 @@ int run_tune(tune_options const& o) {
   const std::vector<rung> ladder(rungs.begin(), rungs.end());
   // A run with a model is another search than the same strategy without one: the header says so.
   const std::string strategy_text = o.strategy.canonical() + (model ? "+model" : "");
-  const run_header header{problem_name, strategy_text, o.seed, ev.fingerprint(), ladder_digest(ladder)};
+  const run_header header{problem_name, strategy_text, o.seed, pool.fingerprint(), ladder_digest(ladder)};
 
   std::optional<jsonl_journal> journal;
   search_options so;
   so.seed = o.seed;
   so.limits = o.limits;
+  so.max_in_flight = o.in_flight;
+  so.on_pool_note = [](std::string const& note) { fmt::print(stderr, "\nnote: {}\n", note); };
+  if (pool.size() > 1)
+    fmt::print(stderr, "evaluation pool: {} (in flight: {})\n", describe(pool), effective_in_flight(so, pool.size()));
   if (o.journal) {
     journal.emplace(*o.journal, header, o.limits, o.resume ? journal_mode::resume : journal_mode::create);
     so.journal = &*journal;
@@ -323,7 +314,7 @@ int run_tune(tune_options const& o) {
 
   search_result r;
   try {
-    r = search(prob, std::move(pol), ev, so);
+    r = search(prob, std::move(pol), pool, so);
   } catch (...) {
     progress.finish();
     throw;
@@ -337,11 +328,16 @@ int run_tune(tune_options const& o) {
   run.model = model_text;
   run.seed = o.seed;
   run.budget_text = o.budget_text;
-  run.backend_note = backend_note(backend_ev.get());
+  run.backend_note = backend_note(local);
   print_summary(run, r, progress, ladder, journal ? &*journal : nullptr);
   print_shapes(prob, r);
   if (o.best_out) write_best(*o.best_out, prob, shape_best);
   if (o.journal) fmt::print("\nreport: {}\n", report_command(*o.journal));
+  if (job) {
+    if (job->lost_ranks() > 0)
+      fmt::print(stderr, "note: {} MPI rank(s) were lost during the search\n", job->lost_ranks());
+    job->shutdown();
+  }
   if (r.suspended) {
     fmt::print(stderr, "\nsuspended: {}\nanswer the prompts, then run the same command with --resume{}\n",
                r.stop_reason, o.journal ? "" : " (and --journal FILE: without a journal nothing is kept)");
@@ -349,5 +345,7 @@ int run_tune(tune_options const& o) {
   }
   return exit_ok;
 }
+
+}  // namespace
 
 }  // namespace kernelbrain::cli

@@ -26,7 +26,7 @@ make_path() {  # DIR HIDDEN...
   local IFS=:; for d in $PATH; do [ -d "$d" ] && ln -s "$d"/* "$dir"/ 2>/dev/null || true; done; unset IFS
   for f in "$@"; do rm -f "$dir/$f"; done
 }
-hidden=(g++ c++ clang++ cmake ninja make clang-format clang-tidy nvcc chromium chromium-browser apt-get apt-cache sudo id dpkg-query)
+hidden=(g++ c++ clang++ cmake ninja make clang-format clang-tidy nvcc chromium chromium-browser mpicc mpirun apt-get apt-cache sudo id dpkg-query)
 make_path "$work/path" "${hidden[@]}"
 
 # Fake tools. apt-get behaves like an offline machine: update fails to fetch (exit 0, like apt), install
@@ -206,6 +206,16 @@ expect_rc 1; has "Ubuntu ships Chromium as a snap only"; calls "apt-get .*instal
 # Not asked for (the default outside CI): neither is looked for.
 run report-tools-default KB_OS_RELEASE="$h200_os" KB_SYSTEM_PREFIXES="$full"
 expect_rc 0; lacks "Chromium not found"; has "Chart.js not found: kernelbrain report cannot draw its plots (package libjs-chart.js)"
+
+# 3c. Open MPI (CI's test command: KB_NEED_MPI=1) on Debian 12 without it, offline: named with its
+#     package and the way out; not asked for (the default), it is not looked for.
+run mpi KB_OS_RELEASE="$(os_release debian 12 'Debian GNU/Linux 12 (bookworm)')" KB_SYSTEM_PREFIXES="$full" KB_NEED_MPI=1
+expect_rc 1
+has "  - Open MPI (mpicc and mpirun), needed for one search over an MPI job (kernelbrain tune --mpi) and its tests: install package libopenmpi-dev"
+has "KB_NEED_MPI=0 goes on without it"
+has "apt-get install libjs-chart.js libopenmpi-dev failed (no network?)"
+run mpi-default KB_OS_RELEASE="$h200_os" KB_SYSTEM_PREFIXES="$full"
+expect_rc 0; lacks "Open MPI not found"; has "Open MPI          -         not asked"
 
 # 4. The H200 with CLI11's .deb in .deps/debs (run-main's needs): unpacked, then the cmake arguments
 #    point at it; the tests and bench are left out (no doctest, no Google Benchmark there).

@@ -1,16 +1,23 @@
 // search(): runs the engine with the evaluation plane on its own thread, so generation (LLM calls:
 // seconds) and evaluation (device: milliseconds) overlap. Deterministic by default.
 #pragma once
+#include <algorithm>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <exception>
+#include <functional>
+#include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
 #include <unordered_map>
 #include <variant>
+#include <vector>
 #include "kernelbrain/core/engine.hpp"
+#include "kernelbrain/core/evaluator_pool.hpp"
 
 namespace kernelbrain {
 
@@ -23,13 +30,24 @@ enum class completion_order {
 struct search_options {
   std::uint64_t seed = 1;
   budget limits;
-  std::size_t max_in_flight = 4;  ///< evaluations queued ahead of the one running
+  /// Evaluations issued and not yet applied to the history: the search's decisions depend on it (what a
+  /// scheduler knows when it picks), never on timing. A pool of N members uses at least 2N (see
+  /// effective_in_flight), so that every member has work.
+  std::size_t max_in_flight = 4;
   completion_order order = completion_order::issue;
   std::size_t fruitless_generation_limit = 16;
   journal_sink* journal = nullptr;
   std::optional<resume_state> resume;
   std::vector<observer*> observers;
+  /// Told when a pool member is lost and its evaluation re-queued (any thread; must not throw).
+  std::function<void(std::string const&)> on_pool_note;
 };
+
+/// The in-flight depth a search over `members` evaluators uses: max(max_in_flight, 2 x members), at
+/// least 1. The same depth gives the same decisions on 1 or N members (with the default 4: N <= 2).
+[[nodiscard]] inline std::size_t effective_in_flight(search_options const& opt, std::size_t members) {
+  return std::max({opt.max_in_flight, 2 * members, std::size_t{1}});
+}
 
 /// What a search returns. `best` is a copy of the incumbent's record.
 struct search_result {
@@ -46,11 +64,96 @@ struct search_result {
 
 namespace detail {
 
-/// The evaluation plane: one thread, a queue of tasks, and finished outcomes by ticket.
+/// Members of a pool that name the same device take turns in measure() and measure_baseline(): two
+/// worker processes on one GPU overlap their gates and compiles, never their timings.
+class device_turns final : public evaluator {
+ public:
+  device_turns(evaluator& inner, std::shared_ptr<std::mutex> turn) : inner_(inner), turn_(std::move(turn)) {}
+  [[nodiscard]] std::string fingerprint() const override { return inner_.fingerprint(); }
+  [[nodiscard]] verdict inspect(candidate const& c) override { return inner_.inspect(c); }
+  void prefetch(candidate const& c) override { inner_.prefetch(c); }
+  [[nodiscard]] verdict build(candidate const& c) override { return inner_.build(c); }
+  [[nodiscard]] verdict check(candidate const& c, std::span<std::size_t const> shapes, int trials,
+                              std::uint64_t seed) override {
+    return inner_.check(c, shapes, trials, seed);
+  }
+  [[nodiscard]] measurement measure(candidate const& c, rung const& r, measure_request const& req) override {
+    const std::lock_guard lk(*turn_);
+    return inner_.measure(c, r, req);
+  }
+  [[nodiscard]] baseline measure_baseline(problem const& p) override {
+    const std::lock_guard lk(*turn_);
+    return inner_.measure_baseline(p);
+  }
+  [[nodiscard]] double take_device_seconds() override { return inner_.take_device_seconds(); }
+
+ private:
+  evaluator& inner_;
+  std::shared_ptr<std::mutex> turn_;
+};
+
+/// The pool's members as the evaluation plane uses them: members sharing a device wrapped in
+/// device_turns, and for each node the member that starts background compiles.
+class pool_members {
+ public:
+  explicit pool_members(evaluator_pool const& pool) {
+    if (pool.empty()) throw error("search: the evaluator pool has no members");
+    std::map<std::string, std::shared_ptr<std::mutex>> turns;
+    std::map<std::string, std::size_t> devices;
+    for (auto const& m : pool.members())
+      if (!m.device.empty()) ++devices[m.device];
+    std::vector<std::string> nodes;
+    for (std::size_t i = 0; i < pool.size(); ++i) {
+      auto const& m = pool[i];
+      if (m.ev == nullptr) throw error("search: pool member " + std::to_string(i) + " has no evaluator");
+      evaluator* e = m.ev;
+      if (!m.device.empty() && devices[m.device] > 1) {
+        auto& t = turns[m.device];
+        if (!t) t = std::make_shared<std::mutex>();
+        wrapped_.push_back(std::make_unique<device_turns>(*m.ev, t));
+        e = wrapped_.back().get();
+      }
+      ev_.push_back(e);
+      labels_.push_back(m.label);
+      if (std::find(nodes.begin(), nodes.end(), m.node) == nodes.end()) {
+        nodes.push_back(m.node);
+        compilers_.push_back(i);
+      }
+    }
+  }
+  [[nodiscard]] std::size_t size() const noexcept { return ev_.size(); }
+  [[nodiscard]] evaluator& at(std::size_t i) const { return *ev_.at(i); }
+  [[nodiscard]] std::string const& label(std::size_t i) const { return labels_.at(i); }
+  /// A background compile of `c` on each node (a hint; a lost member's is skipped).
+  void prefetch(candidate const& c) const {
+    for (auto i : compilers_) {
+      try {
+        ev_[i]->prefetch(c);
+      } catch (std::exception const&) {
+        // only a hint: the evaluation builds the candidate anyway
+      }
+    }
+  }
+
+ private:
+  std::vector<std::unique_ptr<device_turns>> wrapped_;
+  std::vector<evaluator*> ev_;
+  std::vector<std::string> labels_;
+  std::vector<std::size_t> compilers_;
+};
+
+/// The evaluation plane: one thread per pool member, one queue of tasks (a member takes the next as
+/// it frees up), and finished outcomes by ticket. A member whose evaluator is lost (evaluator_lost)
+/// retires; the task it held goes back to the front of the queue for another member, once; when no
+/// member is left, what is queued or comes later is recorded with an infrastructure verdict.
 template <class Engine>
 class evaluation_plane {
  public:
-  evaluation_plane(Engine& eng, evaluator& ev) : eng_(eng), ev_(ev), worker_([this] { run(); }) {}
+  evaluation_plane(Engine& eng, pool_members const& members, std::function<void(std::string const&)> note)
+      : eng_(eng), members_(members), note_(std::move(note)), alive_(members.size()) {
+    threads_.reserve(members.size());
+    for (std::size_t i = 0; i < members.size(); ++i) threads_.emplace_back([this, i] { run(i); });
+  }
   ~evaluation_plane() {
     // Normally nothing is queued here (search() drains first); after an error, drop what is queued
     // rather than spend device time on results nobody will read.
@@ -60,14 +163,21 @@ class evaluation_plane {
       todo_.clear();
     }
     cv_.notify_all();
-    worker_.join();
+    for (auto& t : threads_) t.join();
   }
+  evaluation_plane(evaluation_plane const&) = delete;
+  evaluation_plane& operator=(evaluation_plane const&) = delete;
+
   void submit(evaluation_task t) {
     {
       std::lock_guard lk(mu_);
-      todo_.push_back(std::move(t));
+      if (alive_ > 0) {
+        todo_.push_back(queued{std::move(t), 0});
+        cv_.notify_all();
+        return;
+      }
     }
-    cv_.notify_all();
+    record_lost(std::move(t), "no pool member left: " + last_loss());
   }
   void complete(std::uint64_t ticket, evaluation_outcome o) {
     {
@@ -94,54 +204,169 @@ class evaluation_plane {
     auto node = done_.extract(ticket);
     return {ticket, std::move(node.mapped())};
   }
+  /// Members still evaluating.
+  [[nodiscard]] std::size_t alive() const {
+    std::lock_guard lk(mu_);
+    return alive_;
+  }
+  /// Why the last member was lost (empty while none was).
+  [[nodiscard]] std::string last_loss() const {
+    std::lock_guard lk(mu_);
+    return last_loss_;
+  }
 
  private:
-  void run() {
+  struct queued {
+    evaluation_task task;
+    unsigned requeued = 0;
+  };
+
+  void run(std::size_t slot) {
+    evaluator& ev = members_.at(slot);
     for (;;) {
-      evaluation_task t;
+      queued q;
       {
         std::unique_lock lk(mu_);
         cv_.wait(lk, [&] { return closing_ || !todo_.empty(); });
         if (todo_.empty()) return;
-        t = std::move(todo_.front());
+        q = std::move(todo_.front());
         todo_.pop_front();
       }
-      auto o = eng_.execute(t, ev_);
-      complete(t.ticket, std::move(o));
+      evaluation_outcome o;
+      try {
+        o = eng_.evaluate(q.task, ev);
+      } catch (evaluator_lost const& ex) {
+        retire(slot, std::move(q), ex.what());
+        return;
+      }
+      o.slot = slot;
+      o.member = members_.label(slot);
+      eng_.journal_outcome(o);
+      complete(q.task.ticket, std::move(o));
     }
   }
+
+  /// Member `slot` is gone: its task goes back to the queue for another member (once), or is recorded
+  /// lost; with no member left, so is everything queued.
+  void retire(std::size_t slot, queued q, std::string const& why) {
+    note("pool member " + members_.label(slot) + " lost: " + why);
+    std::vector<std::pair<evaluation_task, std::string>> lost;
+    {
+      std::lock_guard lk(mu_);
+      --alive_;
+      last_loss_ = members_.label(slot) + ": " + why;
+      if (alive_ > 0 && q.requeued == 0) {
+        ++q.requeued;
+        todo_.push_front(std::move(q));
+      } else {
+        lost.emplace_back(std::move(q.task), q.requeued > 0 ? "lost twice: " + why : "no pool member left: " + why);
+      }
+      if (alive_ == 0) {
+        for (auto& left : todo_) lost.emplace_back(std::move(left.task), "no pool member left: " + why);
+        todo_.clear();
+      }
+    }
+    cv_.notify_all();
+    for (auto& [t, reason] : lost) record_lost(std::move(t), reason);
+  }
+
+  /// Records `t` with an infrastructure verdict: no member could evaluate it.
+  void record_lost(evaluation_task t, std::string const& why) {
+    evaluation_outcome o;
+    o.id = t.cand.id;
+    o.rung = t.rung;
+    o.m.result = verdict::reject(stage::infrastructure, why);
+    eng_.journal_outcome(o);
+    complete(t.ticket, std::move(o));
+  }
+
+  void note(std::string const& text) {
+    if (!note_) return;
+    try {
+      note_(text);
+    } catch (...) {
+    }
+  }
+
   Engine& eng_;
-  evaluator& ev_;
-  std::mutex mu_;
+  pool_members const& members_;
+  std::function<void(std::string const&)> note_;
+  mutable std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<evaluation_task> todo_;
+  std::deque<queued> todo_;
   std::unordered_map<std::uint64_t, evaluation_outcome> done_;
   std::deque<std::uint64_t> finish_order_;  ///< tickets in done_, in the order they finished
+  std::size_t alive_;
+  std::string last_loss_;
   bool closing_ = false;
-  std::thread worker_;  // last: started after everything it uses exists
+  std::vector<std::thread> threads_;  // last: started after everything they use exists
 };
+
+/// Each member's baseline, measured on its own device, at once: from the journal where it recorded
+/// one (a resumed run), else measured now and journaled. Not charged to the search.
+template <class Engine>
+void set_baselines(Engine& eng, pool_members const& members, search_options const& opt) {
+  const std::size_t n = members.size();
+  std::vector<std::optional<baseline>> got(n);
+  if (opt.resume && opt.resume->reference) got[0] = *opt.resume->reference;
+  if (opt.resume)
+    for (auto const& [slot, b] : opt.resume->member_references)
+      if (slot < n) got[slot] = b;
+  std::vector<std::exception_ptr> failed(n);
+  {
+    std::vector<std::thread> threads;
+    for (std::size_t i = 0; i < n; ++i) {
+      if (got[i]) continue;
+      threads.emplace_back([&, i] {
+        try {
+          got[i] = members.at(i).measure_baseline(eng.problem());
+          (void)members.at(i).take_device_seconds();
+        } catch (...) {
+          failed[i] = std::current_exception();
+        }
+      });
+    }
+    for (auto& t : threads) t.join();
+  }
+  for (std::size_t i = 0; i < n; ++i)
+    if (failed[i]) {
+      try {
+        std::rethrow_exception(failed[i]);
+      } catch (std::exception const& ex) {
+        throw error("measuring the baseline on pool member " + members.label(i) + " failed: " + ex.what());
+      }
+    }
+  const bool had_reference = opt.resume && opt.resume->reference;
+  for (std::size_t i = 0; i < n; ++i) {
+    eng.set_member_baseline(i, *got[i]);
+    const bool recorded = i == 0 ? had_reference : opt.resume && opt.resume->member_references.contains(i);
+    if (opt.journal && !recorded) {
+      if (n == 1)
+        opt.journal->write_baseline(eng.baseline_of(0));
+      else
+        opt.journal->write_member_baseline(eng.baseline_of(i), i, members.label(i));
+    }
+  }
+}
 
 }  // namespace detail
 
-/// Runs a search to its end. The evaluator measures the baseline first (unless resuming with one).
+/// Runs a search to its end over a pool of evaluators: one evaluation thread per member, each
+/// candidate gated and timed on one member, scored against that member's own baseline (measured
+/// first, on every member at once, unless the journal being resumed recorded it).
 template <policy_set Policies>
-search_result search(problem const& prob, Policies pol, evaluator& ev, search_options const& opt = {}) {
+search_result search(problem const& prob, Policies pol, evaluator_pool const& pool, search_options const& opt = {}) {
   engine<Policies> eng(prob, std::move(pol), engine_options{opt.seed, opt.limits, opt.fruitless_generation_limit});
-  if (opt.resume && opt.resume->reference) {
-    eng.set_baseline(*opt.resume->reference);
-  } else {
-    eng.set_baseline(ev.measure_baseline(eng.problem()));
-    (void)ev.take_device_seconds();  // the baseline is not charged to the search
-    if (opt.journal) opt.journal->write_baseline(eng.view().baseline());
-  }
+  const detail::pool_members members(pool);
+  detail::set_baselines(eng, members, opt);
   if (opt.resume) eng.resume_from(*opt.resume);
   eng.set_journal(opt.journal);
   for (auto* o : opt.observers) eng.add_observer(o);
 
   {
-    detail::evaluation_plane<engine<Policies>> plane(eng, ev);
+    detail::evaluation_plane<engine<Policies>> plane(eng, members, opt.on_pool_note);
     std::deque<std::uint64_t> pending;  // tickets in issue order
-    const std::size_t depth = opt.max_in_flight > 0 ? opt.max_in_flight : 1;
+    const std::size_t depth = effective_in_flight(opt, members.size());
     auto apply_one = [&] {
       if (opt.order == completion_order::issue) {
         eng.tell(plane.take(pending.front()));
@@ -153,9 +378,13 @@ search_result search(problem const& prob, Policies pol, evaluator& ev, search_op
       }
     };
     for (;;) {
+      if (plane.alive() == 0) {  // nothing can evaluate: keep what is in flight (recorded lost), stop
+        while (!pending.empty()) apply_one();
+        break;
+      }
       step s = eng.ask();
       // New proposals: let the backend start their compiles now, in parallel (a hint; may be a no-op).
-      eng.take_proposed([&](candidate const& c) { ev.prefetch(c); });
+      eng.take_proposed([&](candidate const& c) { members.prefetch(c); });
       if (auto* t = std::get_if<evaluation_task>(&s)) {
         pending.push_back(t->ticket);
         if (auto hit = eng.cached(*t))
@@ -170,6 +399,9 @@ search_result search(problem const& prob, Policies pol, evaluator& ev, search_op
         break;
       }
     }
+    if (plane.alive() == 0)
+      throw error("every evaluator of the pool was lost (last: " + plane.last_loss() +
+                  "); the journal keeps what was measured: --resume continues the search");
   }
 
   search_result r;
@@ -186,6 +418,13 @@ search_result search(problem const& prob, Policies pol, evaluator& ev, search_op
   r.candidates = v.size();
   r.reference = v.baseline();
   return r;
+}
+
+/// Runs a search to its end with one evaluator. The evaluator measures the baseline first (unless
+/// resuming with one).
+template <policy_set Policies>
+search_result search(problem const& prob, Policies pol, evaluator& ev, search_options const& opt = {}) {
+  return search(prob, std::move(pol), evaluator_pool(ev), opt);
 }
 
 /// Anything that is not a composition of the five policies: one readable message at the call.

@@ -1,6 +1,7 @@
 // The ask/tell core of the driver: turns scheduler actions into work and results into history.
 // Single-threaded by contract except execute(), which the evaluation plane calls (see driver.hpp).
 #pragma once
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <optional>
@@ -13,6 +14,7 @@
 #include "kernelbrain/core/concepts.hpp"
 #include "kernelbrain/core/error.hpp"
 #include "kernelbrain/core/evaluation.hpp"
+#include "kernelbrain/core/evaluator_pool.hpp"
 #include "kernelbrain/core/journal_sink.hpp"
 #include "kernelbrain/core/policies.hpp"
 #include "kernelbrain/core/search_view.hpp"
@@ -85,6 +87,23 @@ class engine {
     complete_baseline(b, problem_);
     baseline_ = std::move(b);
   }
+  /// The baseline of pool member `slot` (measured on its own device): its measurements are scored
+  /// against it. Slot 0's is also set_baseline()'s, the one the view shows; a slot without one of its
+  /// own is scored against slot 0's.
+  void set_member_baseline(std::size_t slot, baseline b) {
+    if (slot == 0) return set_baseline(std::move(b));
+    if (b.seconds.size() != problem_.shapes.size())
+      throw error("baseline of pool member " + std::to_string(slot) + " has " + std::to_string(b.seconds.size()) +
+                  " shapes, problem has " + std::to_string(problem_.shapes.size()));
+    complete_baseline(b, problem_);
+    if (member_baselines_.size() <= slot) member_baselines_.resize(slot + 1);
+    member_baselines_[slot] = std::move(b);
+  }
+  /// What a measurement by pool member `slot` is scored against.
+  [[nodiscard]] baseline const& baseline_of(std::size_t slot) const noexcept {
+    if (slot > 0 && slot < member_baselines_.size() && member_baselines_[slot]) return *member_baselines_[slot];
+    return baseline_;
+  }
   void set_journal(journal_sink* j) noexcept { journal_ = j; }
   void add_observer(observer* o) { observers_.push_back(o); }
   /// Serve these evaluations from the cache and do not re-write events up to `last_seq`.
@@ -151,8 +170,11 @@ class engine {
   }
 
   /// Runs gate and measurement. Evaluation plane only: touches the gate and the evaluator, never the
-  /// history, so it may run on another thread while the main thread generates.
-  evaluation_outcome execute(evaluation_task const& t, evaluator& e) {
+  /// history, so it may run on another thread while the main thread generates (with a pool, on one
+  /// thread per member at once: a gate must then be safe to call concurrently, as the default is).
+  /// Writes nothing; throws evaluator_lost when the evaluator's device or rank is gone for good (the
+  /// pool re-queues the task), and turns every other failure into a verdict.
+  evaluation_outcome evaluate(evaluation_task const& t, evaluator& e) {
     evaluation_outcome o;
     o.id = t.cand.id;
     o.rung = t.rung;
@@ -167,24 +189,46 @@ class engine {
         o.m = e.measure(t.cand, rungs()[t.rung], req);
         if (o.m.result.passed()) reject_below_floor(o.m, problem_, baseline_);
       }
+    } catch (evaluator_lost const&) {
+      throw;
     } catch (std::exception const& ex) {
       o.m.result = verdict::reject(stage::infrastructure, std::string("evaluator threw: ") + ex.what());
     } catch (...) {
       o.m.result = verdict::reject(stage::infrastructure, "evaluator threw a non-standard exception");
     }
-    // Nothing may escape the evaluation thread (it would end the process): the cost read and the
-    // journal write are guarded too; a sink keeps its own failure and reports it on the main thread.
+    // Nothing but evaluator_lost may escape the evaluation thread (it would end the process): the cost
+    // read is guarded too.
     try {
       o.m.device_seconds += e.take_device_seconds();
+    } catch (evaluator_lost const&) {
+      throw;
     } catch (...) {
     }
     o.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (journal_) {
-      try {
-        journal_->write_outcome(o);
-      } catch (...) {
-      }
+    return o;
+  }
+
+  /// Journals a finished evaluation (evaluation plane: as soon as it finishes, so that a kill loses
+  /// nothing measured). A sink keeps its own failure and reports it on the main thread.
+  void journal_outcome(evaluation_outcome const& o) noexcept {
+    if (!journal_) return;
+    try {
+      journal_->write_outcome(o);
+    } catch (...) {
     }
+  }
+
+  /// evaluate() and journal_outcome() for a single evaluator: a lost evaluator is an infrastructure verdict.
+  evaluation_outcome execute(evaluation_task const& t, evaluator& e) {
+    evaluation_outcome o;
+    try {
+      o = evaluate(t, e);
+    } catch (evaluator_lost const& ex) {
+      o.id = t.cand.id;
+      o.rung = t.rung;
+      o.m.result = verdict::reject(stage::infrastructure, ex.what());
+    }
+    journal_outcome(o);
     return o;
   }
 
@@ -226,7 +270,7 @@ class engine {
       note_event(event_kind::rejected, o.id, o.rung, rec.last, std::nullopt, std::string{});
       return;
     }
-    const score s = pol_.scorer.score(o.m, baseline_);
+    const score s = pol_.scorer.score(o.m, baseline_of(o.slot));
     rec.scores[o.rung] = s;
     rec.state = candidate_state::measured;
     rec.last = verdict::pass();
@@ -393,6 +437,7 @@ class engine {
   engine_options opt_;
   budget_meter meter_;
   kernelbrain::baseline baseline_;
+  std::vector<std::optional<kernelbrain::baseline>> member_baselines_;  ///< by pool slot; [0] unused
   std::vector<rung> rungs_;
   detail::search_history history_;
   journal_sink* journal_ = nullptr;

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <string>
 #include "kernelbrain/core/candidate.hpp"
 #include "kernelbrain/core/measurement.hpp"
 #include "kernelbrain/core/verdict.hpp"
@@ -26,6 +27,10 @@ struct evaluation_outcome {
   verdict gate;        ///< its verdict (pass when it did not run)
   measurement m;       ///< empty timings when the gate rejected
   double wall_seconds = 0;
+  /// The evaluator_pool member that ran it (its index, and its label: "cuda:1", "rank 2 host"). The
+  /// search scores a measurement against that member's own baseline.
+  std::size_t slot = 0;
+  std::string member;
 
   [[nodiscard]] bool passed() const noexcept { return gate.passed() && m.result.passed(); }
   [[nodiscard]] verdict const& reason() const noexcept { return gate.passed() ? m.result : gate; }

@@ -2,6 +2,7 @@
 // the JSONL implementation lives in kernelbrain/io/journal.hpp.
 #pragma once
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -31,6 +32,9 @@ struct resume_state {
   /// The reference timings the run was scored against. A resumed run reuses them: re-measuring would
   /// give slightly different numbers, different scores, and a different (no longer replayed) search.
   std::optional<baseline> reference;
+  /// The baselines of the other pool members (slot >= 1), each measured on its own device: a resumed
+  /// run scores their recorded measurements against them again.
+  std::map<std::size_t, baseline> member_references;
   /// Evaluations in flight when the run died and retried by this resume (its resume line lists them).
   /// One that was in flight at two deaths is not retried: `outcomes` holds a crash verdict for it, so
   /// that a candidate that kills the search cannot stop a run from ever finishing.
@@ -48,6 +52,12 @@ class journal_sink {
   virtual void write_event(event const&, search_view const&) = 0;
   /// The baseline the run scores against, once, before any event.
   virtual void write_baseline(baseline const&) {}
+  /// The baseline of pool member `slot` (label `member`), measured on its device; slot 0's is the
+  /// run's baseline (write_baseline). Before any event.
+  virtual void write_member_baseline(baseline const& b, std::size_t slot, std::string const& member) {
+    (void)member;
+    if (slot == 0) write_baseline(b);
+  }
   /// A model exchange (main thread), written with the seq of its model_reply event: a resumed run
   /// does not write it again (the same rule as events).
   virtual void write_exchange(model_exchange const&, std::uint64_t /*seq*/) {}

@@ -28,6 +28,7 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 #include "kernelbrain/detail/cuda_protocol.hpp"
 #include "kernelbrain/detail/worker_process.hpp"
@@ -181,9 +182,10 @@ inline ncu_failure classify_ncu_failure(captured_run const& r, double limit) {
 class ncu_profiler {
  public:
   /// `worker_exe` must outlive this object; `spent`: where the wall time of every ncu run is charged
-  /// (nothing else runs on the device meanwhile); `timeout`: seconds per ncu run.
-  ncu_profiler(std::string const& worker_exe, double timeout, double* spent)
-      : worker_exe_(worker_exe), timeout_(timeout), spent_(spent) {
+  /// (nothing else runs on the device meanwhile); `timeout`: seconds per ncu run; `env`: added to the
+  /// environment of every ncu run, and so of the worker ncu starts (the evaluator's CUDA_VISIBLE_DEVICES).
+  ncu_profiler(std::string const& worker_exe, double timeout, double* spent, std::vector<std::string> env = {})
+      : worker_exe_(worker_exe), timeout_(timeout), spent_(spent), env_(std::move(env)) {
     for (auto m : ncu_metrics) metrics_.emplace_back(m);
   }
 
@@ -226,7 +228,7 @@ class ncu_profiler {
     ++runs_;
     for (int attempt = 0; attempt < 3; ++attempt) {
       const auto r = run_captured(ncu_command(worker_exe_, ncu_, metrics_, request, base_units_), ceil_millis(timeout_),
-                                  std::size_t{4} << 20);
+                                  std::size_t{4} << 20, env_);
       out.seconds += r.seconds;
       if (spent_) *spent_ += r.seconds;
       const auto table = parse_ncu_csv(r.output);
@@ -263,6 +265,7 @@ class ncu_profiler {
   std::string const& worker_exe_;
   double timeout_;
   double* spent_;
+  std::vector<std::string> env_;
   std::string ncu_;
   std::string off_ = "ncu: profiling is off";
   std::string dir_;

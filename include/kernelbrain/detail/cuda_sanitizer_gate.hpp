@@ -20,6 +20,7 @@
 #include <string>
 #include <thread>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 #include "kernelbrain/core/candidate.hpp"
 #include "kernelbrain/core/problem.hpp"
@@ -47,9 +48,11 @@ inline std::string find_sanitizer(cuda_options const& opt) {
 class sanitizer_gate {
  public:
   /// Everything passed by reference must outlive this object; `spent`: where the tools' wall time is
-  /// charged (nothing else runs on the device meanwhile).
-  sanitizer_gate(problem const& p, cuda_options const& opt, std::string const& worker_exe, double* spent)
-      : prob_(p), opt_(opt), worker_exe_(worker_exe), spent_(spent) {}
+  /// charged (nothing else runs on the device meanwhile). `env`: added to the environment of every
+  /// tool run, and so of the worker the tool starts (the evaluator's CUDA_VISIBLE_DEVICES).
+  sanitizer_gate(problem const& p, cuda_options const& opt, std::string const& worker_exe, double* spent,
+                 std::vector<std::string> env = {})
+      : prob_(p), opt_(opt), worker_exe_(worker_exe), spent_(spent), env_(std::move(env)) {}
 
   /// Turns the stage on with `compute_sanitizer` (empty: off); request files go to `request_dir`.
   void use(std::string compute_sanitizer, std::string request_dir) {
@@ -85,7 +88,7 @@ class sanitizer_gate {
                                            tool,        "--error-exitcode", "86", "--print-limit", "4"};
           if (tool == "memcheck") argv.insert(argv.end(), {"--padding", "256"});
           argv.insert(argv.end(), {worker_exe_, "--sanitize", request});
-          runs[t] = run_captured(argv, ceil_millis(opt_.sanitizer_timeout), 256 * 1024);
+          runs[t] = run_captured(argv, ceil_millis(opt_.sanitizer_timeout), 256 * 1024, env_);
         });
       for (auto& t : threads) t.join();
     }
@@ -120,6 +123,7 @@ class sanitizer_gate {
   cuda_options const& opt_;
   std::string const& worker_exe_;
   double* spent_;
+  std::vector<std::string> env_;                         ///< added to each tool run's environment
   std::string tool_;                                     ///< compute-sanitizer, or empty: the stage is off
   std::string dir_;                                      ///< where request files are written
   std::set<std::string> passed_families_;                ///< families whose template instance passed

@@ -15,6 +15,7 @@
 #include <functional>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 #include "kernelbrain/core/error.hpp"
 #include "kernelbrain/core/hash.hpp"
@@ -35,13 +36,20 @@ struct worker_report {
   std::string nvrtc_version;
   std::string device_text;  ///< the device's name and the driver's version
   std::uint64_t l2_bytes = 0;
-  int sm_count = 0;  ///< multiprocessors of device 0; 0 without a device
+  int sm_count = 0;              ///< multiprocessors of the worker's device 0; 0 without a device
+  std::size_t device_count = 0;  ///< devices the worker sees (cuDeviceGetCount); 0 without a driver
 };
 
-/// Asks `worker_exe` (in a child: no CUDA context here). Throws kernelbrain::error when it fails.
-inline worker_report probe_worker(std::string const& worker_exe) {
-  const auto v = run_captured({worker_exe, "--version"}, std::chrono::milliseconds(60000));
-  if (!v.succeeded()) throw error("cuda backend: " + worker_exe + " --version failed: " + v.output);
+/// Asks `worker_exe` (in a child: no CUDA context here), with `env` added to its environment (the
+/// evaluator's CUDA_VISIBLE_DEVICES). Throws kernelbrain::error when it fails.
+inline worker_report probe_worker(std::string const& worker_exe, std::vector<std::string> const& env = {}) {
+  const auto v = run_captured({worker_exe, "--version"}, std::chrono::milliseconds(60000), 64 * 1024, env);
+  if (!v.succeeded()) {
+    std::string with;
+    for (auto const& e : env) with += " " + e;
+    throw error("cuda backend: " + worker_exe + " --version failed" + (with.empty() ? "" : " (with" + with + ")") +
+                ": " + v.output);
+  }
   worker_report r;
   std::istringstream in(v.output);
   std::string line;
@@ -51,6 +59,7 @@ inline worker_report probe_worker(std::string const& worker_exe) {
     if (line.rfind("driver ", 0) == 0) r.device_text += "; driver " + line.substr(7);
     if (line.rfind("l2 ", 0) == 0) r.l2_bytes = std::strtoull(line.c_str() + 3, nullptr, 10);
     if (line.rfind("sms ", 0) == 0) r.sm_count = static_cast<int>(std::strtol(line.c_str() + 4, nullptr, 10));
+    if (line.rfind("devices ", 0) == 0) r.device_count = std::strtoull(line.c_str() + 8, nullptr, 10);
   }
   return r;
 }
@@ -94,10 +103,12 @@ inline verdict judge_reply(problem const& p, cuda_protocol::reply const& rep, st
 class cuda_worker_client {
  public:
   /// Everything passed by reference must outlive this object; `spent`: where the device time of
-  /// every request is charged. `run_timeout`: cuda_options::run_timeout.
+  /// every request is charged. `run_timeout`: cuda_options::run_timeout. `env`: added to the
+  /// worker's environment (the evaluator's CUDA_VISIBLE_DEVICES).
   cuda_worker_client(std::string const& worker_exe, problem const& p, shape_table const& shapes,
-                     std::vector<cuda_protocol::plan> const& ref_plans, double run_timeout, double* spent)
-      : proc_(worker_exe, cuda_protocol::role),
+                     std::vector<cuda_protocol::plan> const& ref_plans, double run_timeout, double* spent,
+                     std::vector<std::string> env = {})
+      : proc_(worker_exe, cuda_protocol::role, {}, std::move(env)),
         prob_(p),
         shapes_(shapes),
         ref_plans_(ref_plans),
@@ -170,8 +181,8 @@ class cuda_worker_client {
 
   [[nodiscard]] std::size_t spawns() const noexcept { return proc_.spawns(); }
 
-  /// Device 0's name and launch limits (request::device: the worker creates no context for it;
-  /// present == 0 where there is no driver or device).
+  /// The name and launch limits of the worker's device 0, the evaluator's device (request::device:
+  /// the worker creates no context for it; present == 0 where there is no driver or device).
   [[nodiscard]] cuda_protocol::device_info device() {
     const auto r =
         proc_.call(static_cast<std::uint32_t>(cuda_protocol::request::device), {}, std::chrono::milliseconds(60000));

@@ -61,9 +61,13 @@ struct captured_run {
 /// when argv[0] ends (a one-shot tool leaves nothing running). Safe in a multithreaded program.
 /// The calling thread waits for the child, so a child that sets PR_SET_PDEATHSIG (the supervisor of
 /// limited_command, detail::supervision::die_with_parent) dies with the search process.
+/// `env`: "NAME=value" entries added to the child's environment, each replacing an inherited
+/// variable of the same name (a later entry replaces an earlier one); throws kernelbrain::error for
+/// an entry that is not NAME=value.
 [[nodiscard]] KERNELBRAIN_DECL captured_run run_captured(std::vector<std::string> const& argv,
                                                          std::chrono::milliseconds wall_limit,
-                                                         std::size_t output_limit = 64 * 1024);
+                                                         std::size_t output_limit = 64 * 1024,
+                                                         std::vector<std::string> const& env = {});
 
 /// The result of one request to a worker.
 struct worker_reply {
@@ -85,9 +89,11 @@ struct worker_reply {
 /// process dies, because its serve loop watches the channel (serve_requests).
 class worker_process {
  public:
-  /// `executable` is started as `executable --serve ROLE extra_args...` and must say hello with
-  /// `role` and wire::version. Nothing starts until the first call.
-  KERNELBRAIN_DECL worker_process(std::string executable, std::string role, std::vector<std::string> extra_args = {});
+  /// `executable` is started as `executable --serve ROLE extra_args...`, with `env` added to its
+  /// environment as run_captured adds it, and must say hello with `role` and wire::version. Nothing
+  /// starts until the first call. Throws kernelbrain::error for an `env` entry that is not NAME=value.
+  KERNELBRAIN_DECL worker_process(std::string executable, std::string role, std::vector<std::string> extra_args = {},
+                                  std::vector<std::string> env = {});
   KERNELBRAIN_DECL ~worker_process();
   worker_process(worker_process const&) = delete;
   worker_process& operator=(worker_process const&) = delete;
@@ -109,6 +115,7 @@ class worker_process {
   [[nodiscard]] bool running() const noexcept { return pid_ > 0; }
   [[nodiscard]] std::size_t spawns() const noexcept { return spawns_; }
   [[nodiscard]] std::string const& executable() const noexcept { return exe_; }
+  [[nodiscard]] std::vector<std::string> const& environment() const noexcept { return env_; }  ///< the added entries
 
  private:
   KERNELBRAIN_DECL int reap(bool kill_first) noexcept;  ///< returns the wait status
@@ -116,7 +123,7 @@ class worker_process {
   [[nodiscard]] KERNELBRAIN_DECL std::string stderr_tail() const;
 
   std::string exe_, role_;
-  std::vector<std::string> extra_;
+  std::vector<std::string> extra_, env_;
   shared_arena arena_;
   int pid_ = -1;
   int sock_ = -1;

@@ -27,6 +27,15 @@ struct cuda_options {
   std::string
       worker_path;  ///< kernelbrain-cuda-worker; empty: $KERNELBRAIN_CUDA_WORKER, next to this program, the build's
   std::string cache_dir;  ///< cubins; empty: $KERNELBRAIN_CACHE_DIR, $XDG_CACHE_HOME/kernelbrain, ~/.cache/kernelbrain
+  /// The GPU this evaluator runs on, as the CUDA_VISIBLE_DEVICES value its GPU children get (the
+  /// serving worker, the --version probe, compute-sanitizer and ncu runs): "1", a UUID "GPU-...", a
+  /// MIG id, anything CUDA_VISIBLE_DEVICES accepts; the children then see that one device as device 0.
+  /// One evaluator per GPU (cuda_visible_devices() lists the values) puts each one's work on its own.
+  /// It is read by CUDA against the whole machine, not against this process's own
+  /// CUDA_VISIBLE_DEVICES, which it replaces. Empty (the default): the children inherit this
+  /// process's CUDA_VISIBLE_DEVICES and use the first device it shows. The constructor throws when
+  /// the value shows the worker no device.
+  std::string visible_device;
   std::vector<std::string> nvrtc_options = {"--gpu-architecture=sm_90", "-default-device", "--std=c++17"};
   double compile_timeout = 60;    ///< wall-clock seconds per NVRTC compile, then the compiler process is killed
   double run_timeout = 30;        ///< seconds of worker silence (one plan run, a trial) before the watchdog kills it
@@ -94,6 +103,9 @@ class cuda_evaluator final : public evaluator {
   /// The ncu this evaluator profiles with; empty when profiling is off or none was found.
   [[nodiscard]] KERNELBRAIN_DECL std::string profiler() const;
   [[nodiscard]] KERNELBRAIN_DECL std::size_t profiler_runs() const;  ///< candidates run under ncu
+  /// cuda_options::visible_device: the device this evaluator's children run on, for diagnostics
+  /// (the fingerprint names the device's model, not which one it is); empty: the inherited one.
+  [[nodiscard]] KERNELBRAIN_DECL std::string const& device() const;
 
  private:
   struct state;
@@ -108,6 +120,16 @@ class cuda_evaluator final : public evaluator {
 
 /// The worker executable (see cuda_options::worker_path). Throws kernelbrain::error naming where it looked.
 [[nodiscard]] KERNELBRAIN_DECL std::string find_cuda_worker(std::string const& explicit_path = {});
+
+/// The devices an evaluation pool can use, one cuda_evaluator each, as cuda_options::visible_device
+/// values. When this process has CUDA_VISIBLE_DEVICES set and not empty: its comma-separated entries,
+/// trimmed, in order, up to the first that is empty or "-1" (CUDA ignores the entries from the first
+/// invalid one on, and "-1" is the usual way to say none), a repeated entry once; they are not checked
+/// against the machine (an evaluator given one that names no device throws). Otherwise "0" to "N-1",
+/// N being the devices the worker (`worker_path`, found as cuda_options::worker_path is) counts in a
+/// child process, which creates no CUDA context; none without a driver. Empty when there is no device.
+/// Throws kernelbrain::error when the worker is needed and cannot be found or run.
+[[nodiscard]] KERNELBRAIN_DECL std::vector<std::string> cuda_visible_devices(std::string const& worker_path = {});
 
 }  // namespace kernelbrain
 

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <span>
@@ -71,14 +72,15 @@ struct journal_exchange {
 /// Everything a journal holds, for resume, reports and tests.
 struct journal_contents {
   run_header header;
-  std::optional<baseline> reference;         ///< the first baseline line, if the run got that far
-  budget limits;                             ///< the budget of the latest run segment (header or resume line)
-  std::string version;                       ///< library version that wrote the header
-  std::string date;                          ///< when the header was written (UTC, ISO 8601)
-  std::vector<evaluation_outcome> outcomes;  ///< every outcome line, in the order written
-  std::vector<journal_event> events;         ///< the run's events in seq order, superseded ones dropped
-  std::vector<journal_exchange> exchanges;   ///< model prompts and replies in seq order, superseded ones dropped
-  std::uint64_t last_seq = 0;                ///< highest seq among `events`
+  std::optional<baseline> reference;                  ///< the first baseline line, if the run got that far
+  std::map<std::size_t, baseline> member_references;  ///< the first baseline line of each other pool slot
+  budget limits;                                      ///< the budget of the latest run segment (header or resume line)
+  std::string version;                                ///< library version that wrote the header
+  std::string date;                                   ///< when the header was written (UTC, ISO 8601)
+  std::vector<evaluation_outcome> outcomes;           ///< every outcome line, in the order written
+  std::vector<journal_event> events;                  ///< the run's events in seq order, superseded ones dropped
+  std::vector<journal_exchange> exchanges;  ///< model prompts and replies in seq order, superseded ones dropped
+  std::uint64_t last_seq = 0;               ///< highest seq among `events`
   /// Evaluations in flight when a run segment died, retried by the next (its resume line lists them),
   /// each with that line's after_seq: a later segment that wrote past it ran into the evaluation again.
   std::vector<std::pair<evaluation_key, std::uint64_t>> interrupted;
@@ -130,6 +132,7 @@ class jsonl_journal final : public journal_sink {
   KERNELBRAIN_DECL void write_outcome(evaluation_outcome const& o) override;
   KERNELBRAIN_DECL void write_event(event const& e, search_view const& v) override;
   KERNELBRAIN_DECL void write_baseline(baseline const& b) override;
+  KERNELBRAIN_DECL void write_member_baseline(baseline const& b, std::size_t slot, std::string const& member) override;
   KERNELBRAIN_DECL void write_exchange(model_exchange const& x, std::uint64_t seq) override;
 
   [[nodiscard]] std::filesystem::path const& path() const noexcept { return path_; }

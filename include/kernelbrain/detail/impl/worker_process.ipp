@@ -9,9 +9,11 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstddef>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <string_view>
 #include <thread>
 #include "kernelbrain/core/error.hpp"
 #include "kernelbrain/detail/process_supervision.hpp"
@@ -52,17 +54,42 @@ inline int high_dup(int fd) {
   return r;
 }
 
+/// The "NAME=" of a "NAME=value" environment entry for a child; throws kernelbrain::error for an
+/// entry that has no name (posix_spawn would pass it on, and getenv would never find it).
+inline std::string_view env_name(std::string const& entry) {
+  const auto eq = entry.find('=');
+  if (eq == std::string::npos || eq == 0 || entry.find('\0') != std::string::npos) {
+    std::string shown;  // a NUL would end the message
+    for (char c : entry) shown += c == '\0' ? std::string("\\0") : std::string(1, c);
+    throw error("environment entry for a child process '" + shown + "' is not NAME=value");
+  }
+  return std::string_view(entry).substr(0, eq + 1);
+}
+
 /// posix_spawn with stdin from /dev/null, descriptors mapped (source -> target), every other
 /// descriptor closed, default signal dispositions and mask, a new process group, and this process's
 /// pid in the environment as KERNELBRAIN_PARENT_PID (detail::supervision: a KernelBrain child
 /// compares it with getppid() to tell that its parent died before it could arrange to die with it).
-/// Returns the pid, or -errno when the program could not be started.
-inline int spawn(std::vector<std::string> const& argv, std::vector<std::pair<int, int>> const& fds, bool search_path) {
+/// `extra`: "NAME=value" entries that replace inherited variables of the same name (a later entry
+/// replaces an earlier one; KERNELBRAIN_PARENT_PID is always this process's). Returns the pid, or
+/// -errno when the program could not be started; throws for a malformed `extra` entry.
+inline int spawn(std::vector<std::string> const& argv, std::vector<std::pair<int, int>> const& fds, bool search_path,
+                 std::vector<std::string> const& extra = {}) {
   std::string parent = std::string(supervision::parent_pid_variable) + "=" + std::to_string(::getpid());
-  const std::size_t name_len = std::strlen(supervision::parent_pid_variable);
+  const std::string_view parent_name = std::string_view(parent).substr(0, parent.find('=') + 1);
+  std::vector<std::string_view> names;  // every "NAME=" the child gets from here, not from environ
+  names.reserve(extra.size() + 1);
+  for (auto const& x : extra) names.push_back(env_name(x));
+  names.push_back(parent_name);
+  auto named_here = [&names](std::string_view entry, std::size_t from) {
+    return std::any_of(names.begin() + static_cast<std::ptrdiff_t>(from), names.end(),
+                       [entry](std::string_view n) { return entry.starts_with(n); });
+  };
   std::vector<char*> env;
   for (char** e = environ; e && *e; ++e)
-    if (std::strncmp(*e, supervision::parent_pid_variable, name_len) != 0 || (*e)[name_len] != '=') env.push_back(*e);
+    if (!named_here(*e, 0)) env.push_back(*e);
+  for (std::size_t i = 0; i < extra.size(); ++i)
+    if (!named_here(names[i], i + 1)) env.push_back(const_cast<char*>(extra[i].c_str()));
   env.push_back(parent.data());
   env.push_back(nullptr);
   posix_spawn_file_actions_t fa;
@@ -196,17 +223,18 @@ bool captured_run::succeeded() const noexcept {
 }
 
 captured_run run_captured(std::vector<std::string> const& argv, std::chrono::milliseconds wall_limit,
-                          std::size_t output_limit) {
+                          std::size_t output_limit, std::vector<std::string> const& env) {
   using namespace detail::proc;
   captured_run r;
   if (argv.empty()) throw error("run_captured: empty command line");
+  for (auto const& e : env) (void)env_name(e);  // before anything is started
   int p[2];
   if (::pipe2(p, O_CLOEXEC) != 0) throw error(std::string("cannot create a pipe: ") + std::strerror(errno));
   fd_owner rd(p[0]);
   fd_owner wr(high_dup(p[1]));
   ::close(p[1]);
   const auto start = clock::now();
-  const int pid = spawn(argv, {{wr.get(), 1}, {wr.get(), 2}}, true);
+  const int pid = spawn(argv, {{wr.get(), 1}, {wr.get(), 2}}, true, env);
   wr.reset();
   if (pid < 0) {
     r.output = "cannot start '" + argv[0] + "': " + std::strerror(-pid);
@@ -267,11 +295,15 @@ captured_run run_captured(std::vector<std::string> const& argv, std::chrono::mil
 
 // ---- worker_process ---------------------------------------------------------------------------
 
-worker_process::worker_process(std::string executable, std::string role, std::vector<std::string> extra_args)
+worker_process::worker_process(std::string executable, std::string role, std::vector<std::string> extra_args,
+                               std::vector<std::string> env)
     : exe_(std::move(executable)),
       role_(std::move(role)),
       extra_(std::move(extra_args)),
-      arena_(shared_arena::create(("kernelbrain-" + role_).c_str())) {}
+      env_(std::move(env)),
+      arena_(shared_arena::create(("kernelbrain-" + role_).c_str())) {
+  for (auto const& e : env_) (void)detail::proc::env_name(e);  // now, not at the first request
+}
 
 worker_process::~worker_process() { stop(); }
 
@@ -359,7 +391,7 @@ void worker_process::ensure_started() {
   const int pid = spawn(
       argv,
       {{theirs.get(), wire::channel_fd}, {arena.get(), wire::arena_fd}, {err_write.get(), 1}, {err_write.get(), 2}},
-      false);
+      false, env_);
   if (pid < 0) throw error("cannot start worker executable '" + exe_ + "': " + std::strerror(-pid));
   pid_ = pid;
   sock_ = mine.release();

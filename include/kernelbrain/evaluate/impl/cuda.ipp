@@ -6,13 +6,16 @@
 #pragma once
 #include <algorithm>
 #include <charconv>
+#include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <mutex>
 #include <optional>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -113,12 +116,36 @@ std::string find_cuda_worker(std::string const& explicit_path) {
       explicit_path);
 }
 
+std::vector<std::string> cuda_visible_devices(std::string const& worker_path) {
+  std::vector<std::string> out;
+  if (char const* v = std::getenv("CUDA_VISIBLE_DEVICES"); v && *v) {
+    const std::string_view list(v);
+    for (std::size_t b = 0; b <= list.size();) {
+      auto e = list.find(',', b);
+      if (e == std::string_view::npos) e = list.size();
+      auto entry = list.substr(b, e - b);
+      const auto first = entry.find_first_not_of(" \t");
+      entry = first == std::string_view::npos ? std::string_view{}
+                                              : entry.substr(first, entry.find_last_not_of(" \t") - first + 1);
+      if (entry.empty() || entry == "-1") break;  // CUDA shows no device from here on
+      if (std::find(out.begin(), out.end(), entry) == out.end()) out.emplace_back(entry);
+      b = e + 1;
+    }
+    return out;
+  }
+  const auto report = detail::cuda::probe_worker(find_cuda_worker(worker_path));
+  for (std::size_t i = 0; i < report.device_count; ++i) out.push_back(std::to_string(i));
+  return out;
+}
+
 /// The parts of the CUDA backend (kernelbrain/detail/cuda_*.hpp), wired together, and the launch
 /// plans resolved for the reference and each candidate. Declaration order is construction order.
 struct cuda_evaluator::state {
   problem prob;
   cuda_options opt;
   std::string worker_exe;
+  /// Added to the environment of every GPU child (not the NVRTC compiles: they use no device).
+  std::vector<std::string> child_env;
   std::string cache;  ///< the cache directory: cubins, logs, sanitizer requests
   detail::cuda::worker_report device;
   device_limits limits;  ///< the GPU's own (asked of the worker), else the problem arch's row
@@ -142,9 +169,11 @@ struct cuda_evaluator::state {
       : prob(p),
         opt(std::move(o)),
         worker_exe(find_cuda_worker(opt.worker_path)),
-        worker(worker_exe, prob, shapes, ref_plans, opt.run_timeout, &spent),
-        sanitizer(prob, opt, worker_exe, &spent),
-        profiler(worker_exe, opt.profile_timeout, &spent),
+        child_env(opt.visible_device.empty() ? std::vector<std::string>{}
+                                             : std::vector<std::string>{"CUDA_VISIBLE_DEVICES=" + opt.visible_device}),
+        worker(worker_exe, prob, shapes, ref_plans, opt.run_timeout, &spent, child_env),
+        sanitizer(prob, opt, worker_exe, &spent, child_env),
+        profiler(worker_exe, opt.profile_timeout, &spent, child_env),
         compiler(worker_exe, opt.compile_timeout) {}
 
   void setup() {
@@ -166,7 +195,12 @@ struct cuda_evaluator::state {
     std::error_code ec;
     fs::create_directories(cache, ec);
     if (!fs::is_directory(cache)) throw error("cuda backend: cannot create the cache directory " + cache);
-    device = detail::cuda::probe_worker(worker_exe);
+    device = detail::cuda::probe_worker(worker_exe, child_env);
+    // A device named explicitly must exist: else every request would fail later, one by one.
+    if (!opt.visible_device.empty() && device.device_count == 0)
+      throw error("cuda backend: cuda_options::visible_device '" + opt.visible_device +
+                  "' shows the worker no device (CUDA_VISIBLE_DEVICES=" + opt.visible_device +
+                  " kernelbrain-cuda-worker --version: device " + device.device_text + ")");
     const auto arch = prob.options.find("arch");
     limits =
         limits_for_device(worker.device(), arch != prob.options.end() ? std::string_view(arch->second) : default_arch);
@@ -425,5 +459,6 @@ std::size_t cuda_evaluator::profiler_runs() const {
   std::lock_guard lk(s_->mu);
   return s_->profiler.runs();
 }
+std::string const& cuda_evaluator::device() const { return s_->opt.visible_device; }  // set once, never changed
 
 }  // namespace kernelbrain

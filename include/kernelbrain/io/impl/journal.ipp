@@ -18,66 +18,10 @@
 #include "kernelbrain/core/search_view.hpp"
 #include "kernelbrain/detail/json_reader.hpp"
 #include "kernelbrain/io/journal.hpp"
+#include "kernelbrain/io/json_codec.hpp"
 
 namespace kernelbrain {
 namespace detail::journal_json {
-
-namespace json = boost::json;
-
-/// A line that parses but is not a valid journal line; the reader adds the file and line number.
-struct bad_line : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-
-// ---- writing -------------------------------------------------------------------------------------
-
-inline json::value text(std::string_view s) { return json::value(json::string_view(s.data(), s.size())); }
-
-/// JSON has no infinities or NaN: write them as strings so that the line stays valid JSON.
-inline json::value number(double d) {
-  if (std::isfinite(d)) return json::value(d);
-  if (std::isnan(d)) return text("nan");
-  return text(d > 0 ? "inf" : "-inf");
-}
-
-inline json::value to_json(verdict const& v) {
-  json::object o;
-  o["stage"] = text(to_string(v.where));
-  o["detail"] = text(v.detail);
-  return o;
-}
-
-inline json::value to_json(budget const& b) {
-  json::object o;
-  o["device_seconds"] = number(b.device_seconds);
-  o["wall_seconds"] = number(b.wall_seconds);
-  o["evaluations"] = b.evaluations;
-  o["candidates"] = b.candidates;
-  o["llm_tokens"] = b.llm_tokens;
-  o["llm_cost"] = number(b.llm_cost);
-  return o;
-}
-
-inline json::value to_json(median_ci const& m) {
-  json::object o;
-  o["median"] = number(m.median);
-  o["low"] = number(m.low);
-  o["high"] = number(m.high);
-  return o;
-}
-
-inline json::value to_json(candidate const& c) {
-  json::object o;
-  o["family"] = text(c.family);
-  json::object params;
-  for (auto const& [name, value] : c.params) params[json::string_view(name)] = value;
-  o["params"] = std::move(params);
-  o["source"] = text(c.source);
-  o["launch"] = text(c.launch);
-  o["parent"] = c.parent ? text(c.parent->str()) : json::value(nullptr);
-  o["origin"] = text(c.origin);
-  return o;
-}
 
 inline std::string utc_now() {
   const std::time_t t = std::time(nullptr);
@@ -124,69 +68,21 @@ inline std::string resume_line(std::uint64_t after_seq, budget const& limits,
   return json::serialize(o);
 }
 
-inline json::value to_json(std::vector<double> const& xs) {
-  json::array a;
-  a.reserve(xs.size());
-  for (double x : xs) a.push_back(number(x));
-  return a;
-}
-
-inline std::string baseline_line(baseline const& b) {
+inline std::string baseline_line(baseline const& b, std::size_t slot = 0, std::string const& member = {}) {
   json::object o;
   o["type"] = "baseline";
-  o["seconds"] = to_json(b.seconds);
-  o["weights"] = to_json(b.weights);
-  o["floor_seconds"] = to_json(b.floor_seconds);
+  for (auto& kv : baseline_json(b)) o[kv.key()] = std::move(kv.value());
+  if (slot > 0 || !member.empty()) {  // a pool member's; a line without these is slot 0's
+    o["slot"] = static_cast<std::uint64_t>(slot);
+    o["member"] = text(member);
+  }
   return json::serialize(o);
 }
 
 inline std::string outcome_line(evaluation_outcome const& out) {
   json::object o;
   o["type"] = "outcome";
-  o["id"] = text(out.id.str());
-  o["rung"] = static_cast<std::uint64_t>(out.rung);
-  o["gated"] = out.gated;
-  o["gate"] = to_json(out.gate);
-  auto const& m = out.m;
-  o["verdict"] = to_json(m.result);
-  json::array timings;
-  for (auto const& t : m.timings) {
-    json::object tj;
-    tj["shape"] = static_cast<std::uint64_t>(t.shape);
-    json::array samples;
-    samples.reserve(t.samples.size());
-    for (double s : t.samples) samples.push_back(number(s));
-    tj["samples"] = std::move(samples);
-    tj["median"] = number(t.stats.median);
-    tj["low"] = number(t.stats.low);
-    tj["high"] = number(t.stats.high);
-    timings.push_back(std::move(tj));
-  }
-  o["timings"] = std::move(timings);
-  if (m.res) {
-    json::object r;
-    r["registers"] = m.res->registers;
-    r["spill_bytes"] = m.res->spill_bytes;
-    r["shared_bytes"] = m.res->shared_bytes;
-    r["occupancy"] = number(m.res->occupancy);
-    o["resources"] = std::move(r);
-  } else {
-    o["resources"] = nullptr;
-  }
-  if (m.vs_incumbent) {
-    json::object ab;
-    ab["incumbent"] = text(m.vs_incumbent->incumbent);
-    ab["ratio"] = to_json(m.vs_incumbent->ratio);
-    o["vs_incumbent"] = std::move(ab);
-  } else {
-    o["vs_incumbent"] = nullptr;
-  }
-  json::object profile;
-  for (auto const& [name, value] : m.profile) profile[json::string_view(name)] = number(value);
-  o["profile"] = std::move(profile);
-  o["diagnosis"] = text(m.diagnosis);
-  o["device_seconds"] = number(m.device_seconds);
-  o["wall_seconds"] = number(out.wall_seconds);
+  for (auto& kv : outcome_json(out)) o[kv.key()] = std::move(kv.value());
   return json::serialize(o);
 }
 
@@ -243,131 +139,6 @@ inline std::string exchange_line(model_exchange const& x, std::uint64_t seq) {
 
 // ---- reading -------------------------------------------------------------------------------------
 
-inline json::value const& field(json::object const& o, std::string_view key) {
-  auto const* v = json_reader::find(o, key);
-  if (!v) throw bad_line("field '" + std::string(key) + "' is missing");
-  return *v;
-}
-inline json::object const& as_object(json::value const& v, std::string_view what) {
-  if (!v.is_object()) throw bad_line("'" + std::string(what) + "' is not an object");
-  return v.get_object();
-}
-inline json::array const& as_array(json::value const& v, std::string_view what) {
-  if (!v.is_array()) throw bad_line("'" + std::string(what) + "' is not an array");
-  return v.get_array();
-}
-inline std::string as_string(json::value const& v, std::string_view what) {
-  if (!v.is_string()) throw bad_line("'" + std::string(what) + "' is not a string");
-  return std::string(v.get_string().data(), v.get_string().size());
-}
-inline std::string get_string(json::object const& o, std::string_view key) { return as_string(field(o, key), key); }
-inline bool get_bool(json::object const& o, std::string_view key) {
-  auto const& v = field(o, key);
-  if (!v.is_bool()) throw bad_line("'" + std::string(key) + "' is not true or false");
-  return v.get_bool();
-}
-inline std::uint64_t as_uint(json::value const& v, std::string_view what) {
-  if (v.is_uint64()) return v.get_uint64();
-  if (v.is_int64() && v.get_int64() >= 0) return static_cast<std::uint64_t>(v.get_int64());
-  throw bad_line("'" + std::string(what) + "' is not a non-negative integer");
-}
-inline std::uint64_t get_uint(json::object const& o, std::string_view key) { return as_uint(field(o, key), key); }
-inline std::int64_t as_int(json::value const& v, std::string_view what) {
-  if (const auto i = json_reader::to_int64(v)) return *i;
-  throw bad_line("'" + std::string(what) + "' is not an integer");
-}
-inline int get_int(json::object const& o, std::string_view key) {
-  const auto v = as_int(field(o, key), key);
-  if (v < std::numeric_limits<int>::min() || v > std::numeric_limits<int>::max())
-    throw bad_line("'" + std::string(key) + "' is out of range");
-  return static_cast<int>(v);
-}
-inline double as_double(json::value const& v, std::string_view what) {
-  if (const auto d = json_reader::to_double(v)) return *d;
-  if (v.is_string()) {
-    auto const& s = v.get_string();
-    if (s == "inf") return HUGE_VAL;
-    if (s == "-inf") return -HUGE_VAL;
-    if (s == "nan") return std::nan("");
-  }
-  throw bad_line("'" + std::string(what) + "' is not a number");
-}
-inline double get_double(json::object const& o, std::string_view key) { return as_double(field(o, key), key); }
-
-inline candidate_id as_id(json::value const& v, std::string_view what) {
-  std::uint64_t raw = 0;
-  if (!from_hex(as_string(v, what), raw)) throw bad_line("'" + std::string(what) + "' is not a 16-digit hex id");
-  return candidate_id{raw};
-}
-
-inline verdict verdict_from(json::value const& v, std::string_view what) {
-  auto const& o = as_object(v, what);
-  verdict r;
-  const auto name = get_string(o, "stage");
-  if (!parse_stage(name, r.where)) throw bad_line("'" + std::string(what) + "' has unknown stage '" + name + "'");
-  r.detail = get_string(o, "detail");
-  return r;
-}
-
-inline budget budget_from(json::value const& v) {
-  auto const& o = as_object(v, "budget");
-  budget b;
-  b.device_seconds = get_double(o, "device_seconds");
-  b.wall_seconds = get_double(o, "wall_seconds");
-  b.evaluations = get_uint(o, "evaluations");
-  b.candidates = get_uint(o, "candidates");
-  b.llm_tokens = get_uint(o, "llm_tokens");
-  b.llm_cost = get_double(o, "llm_cost");
-  return b;
-}
-
-inline std::vector<double> doubles_from(json::object const& o, std::string_view key) {
-  std::vector<double> out;
-  for (auto const& v : as_array(field(o, key), key)) out.push_back(as_double(v, key));
-  return out;
-}
-
-inline baseline baseline_from(json::object const& o) {
-  return {doubles_from(o, "seconds"), doubles_from(o, "weights"), doubles_from(o, "floor_seconds")};
-}
-
-inline median_ci median_ci_from(json::object const& o) {
-  return {get_double(o, "median"), get_double(o, "low"), get_double(o, "high")};
-}
-
-inline evaluation_outcome outcome_from(json::object const& o) {
-  evaluation_outcome out;
-  out.id = as_id(field(o, "id"), "id");
-  out.rung = static_cast<std::size_t>(get_uint(o, "rung"));
-  out.gated = get_bool(o, "gated");
-  out.gate = verdict_from(field(o, "gate"), "gate");
-  auto& m = out.m;
-  m.result = verdict_from(field(o, "verdict"), "verdict");
-  for (auto const& tv : as_array(field(o, "timings"), "timings")) {
-    auto const& tj = as_object(tv, "timings[]");
-    shape_timing t;
-    t.shape = static_cast<std::size_t>(get_uint(tj, "shape"));
-    for (auto const& s : as_array(field(tj, "samples"), "samples")) t.samples.push_back(as_double(s, "samples[]"));
-    t.stats = median_ci_from(tj);
-    m.timings.push_back(std::move(t));
-  }
-  if (auto const& r = field(o, "resources"); !r.is_null()) {
-    auto const& rj = as_object(r, "resources");
-    m.res = resources{get_int(rj, "registers"), get_int(rj, "spill_bytes"), get_int(rj, "shared_bytes"),
-                      get_double(rj, "occupancy")};
-  }
-  if (auto const& a = field(o, "vs_incumbent"); !a.is_null()) {
-    auto const& aj = as_object(a, "vs_incumbent");
-    m.vs_incumbent = ab_comparison{get_string(aj, "incumbent"), median_ci_from(as_object(field(aj, "ratio"), "ratio"))};
-  }
-  for (auto const& kv : as_object(field(o, "profile"), "profile"))
-    m.profile.emplace(std::string(kv.key()), as_double(kv.value(), "profile value"));
-  m.diagnosis = get_string(o, "diagnosis");
-  m.device_seconds = get_double(o, "device_seconds");
-  out.wall_seconds = get_double(o, "wall_seconds");
-  return out;
-}
-
 inline event_kind kind_from(std::string const& name) {
   for (auto k : {event_kind::proposed, event_kind::duplicate, event_kind::dispatched, event_kind::promoted,
                  event_kind::rejected, event_kind::measured, event_kind::new_best, event_kind::generation_failed,
@@ -389,19 +160,7 @@ inline journal_event event_from(json::object const& o) {
     e.value = score{get_double(sj, "value"), get_double(sj, "speedup")};
   }
   e.note = get_string(o, "note");
-  if (auto const* c = o.if_contains("candidate")) {
-    auto const& cj = as_object(*c, "candidate");
-    candidate cand;
-    cand.id = e.id;  // as recorded: the id is what the rest of the journal refers to
-    cand.family = get_string(cj, "family");
-    for (auto const& kv : as_object(field(cj, "params"), "params"))
-      cand.params.set(std::string_view(kv.key().data(), kv.key().size()), as_int(kv.value(), "params value"));
-    cand.source = get_string(cj, "source");
-    cand.launch = get_string(cj, "launch");
-    if (auto const& p = field(cj, "parent"); !p.is_null()) cand.parent = as_id(p, "parent");
-    cand.origin = get_string(cj, "origin");
-    je.cand = std::move(cand);
-  }
+  if (auto const* c = o.if_contains("candidate")) je.cand = candidate_from(as_object(*c, "candidate"), e.id);
   return je;
 }
 
@@ -470,8 +229,15 @@ inline void apply_line(journal_contents& c, json::value const& v) {
       }
     ++c.segments;
   } else if (type == "baseline") {
-    // The first one is what the run scored against; a resumed run never writes another.
-    if (!c.reference) c.reference = baseline_from(o);
+    // The first one of each pool slot is what the run scored against; a resumed run writes only those
+    // of slots it did not have.
+    const auto* sv = o.if_contains("slot");
+    const std::size_t slot = sv ? static_cast<std::size_t>(as_uint(*sv, "slot")) : 0;
+    if (slot == 0) {
+      if (!c.reference) c.reference = baseline_from(o);
+    } else if (!c.member_references.contains(slot)) {
+      c.member_references.emplace(slot, baseline_from(o));
+    }
   } else if (type == "outcome") {
     c.outcomes.push_back(outcome_from(o));
   } else if (type == "event") {
@@ -521,6 +287,7 @@ inline resume_state to_resume_state(journal_contents& c) {
   resume_state s;
   s.header = std::move(c.header);
   s.reference = std::move(c.reference);
+  s.member_references = std::move(c.member_references);
   for (auto& o : c.outcomes) {
     evaluation_key key{o.id, o.rung};
     s.outcomes.insert_or_assign(key, std::move(o));
@@ -716,6 +483,12 @@ void jsonl_journal::write_exchange(model_exchange const& x, std::uint64_t seq) {
 void jsonl_journal::write_baseline(baseline const& b) {
   throw_if_failed();
   append_line(detail::journal_json::baseline_line(b));
+  throw_if_failed();
+}
+
+void jsonl_journal::write_member_baseline(baseline const& b, std::size_t slot, std::string const& member) {
+  throw_if_failed();
+  append_line(detail::journal_json::baseline_line(b, slot, member));
   throw_if_failed();
 }
 
