@@ -20,6 +20,7 @@
 #include <sstream>
 #include <string>
 #include <vector>
+#include "scoped_env.hpp"
 #include "temp_dir.hpp"
 
 using namespace kernelbrain;
@@ -27,32 +28,11 @@ namespace fs = std::filesystem;
 
 namespace {
 
+using kb_test::scoped_env;
+
 using kb_test::temp_dir;
 using strings = std::vector<std::string>;
 
-/// Sets (or, given nullopt, unsets) an environment variable of this process for one scope.
-class scoped_env {
- public:
-  scoped_env(std::string name, std::optional<std::string> const& value) : name_(std::move(name)) {
-    if (char const* old = std::getenv(name_.c_str())) old_ = old;
-    if (value)
-      ::setenv(name_.c_str(), value->c_str(), 1);
-    else
-      ::unsetenv(name_.c_str());
-  }
-  ~scoped_env() {
-    if (old_)
-      ::setenv(name_.c_str(), old_->c_str(), 1);
-    else
-      ::unsetenv(name_.c_str());
-  }
-  scoped_env(scoped_env const&) = delete;
-  scoped_env& operator=(scoped_env const&) = delete;
-
- private:
-  std::string name_;
-  std::optional<std::string> old_;
-};
 
 /// An executable shell script at `p`; returns its path.
 std::string script(fs::path const& p, std::string const& body) {

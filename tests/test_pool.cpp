@@ -10,6 +10,7 @@
 #include <condition_variable>
 #include <kernelbrain/io/journal.hpp>
 #include <kernelbrain/search.hpp>
+#include <map>
 #include <mutex>
 #include <set>
 #include <string>
@@ -79,7 +80,15 @@ class probe_evaluator final : public evaluator {
   std::atomic<int> measures{0};
   std::atomic<int> baselines{0};
 
+  std::mutex prefetch_mu;
+  std::set<candidate_id> prefetched;
+  std::map<candidate_id, int> measured;  ///< measure() calls per candidate
+
   [[nodiscard]] std::string fingerprint() const override { return inner_.fingerprint(); }
+  void prefetch(candidate const& c) override {
+    const std::lock_guard lk(prefetch_mu);
+    prefetched.insert(c.id);
+  }
   [[nodiscard]] verdict build(candidate const& c) override { return inner_.build(c); }
   [[nodiscard]] verdict check(candidate const& c, std::span<std::size_t const> shapes, int trials,
                               std::uint64_t seed) override {
@@ -87,6 +96,10 @@ class probe_evaluator final : public evaluator {
   }
   [[nodiscard]] measurement measure(candidate const& c, rung const& r, measure_request const& req) override {
     const int call = measures++;
+    {
+      const std::lock_guard lk(prefetch_mu);
+      ++measured[c.id];
+    }
     if (call == lost_at_measure) throw evaluator_lost("probe: device fell off the bus");
     if (overlap) overlap->visit(company);
     auto m = inner_.measure(c, r, req);
@@ -328,4 +341,31 @@ TEST_CASE("a pool needs members, and a member's failed baseline names the member
   pool.add(good, "cuda:0").add(broken, "rank 3 cuda:1");
   CHECK_THROWS_WITH_AS(search(p, default_policies(p), pool),
                        doctest::Contains("pool member rank 3 cuda:1 failed: the reference crashed"), error);
+}
+
+TEST_CASE("each candidate is compiled ahead on one node, its home, and the nodes share the candidates") {
+  auto const& p = landscape().get_problem();
+  recorder one_rec, pool_rec;
+  probe_evaluator solo;
+  auto o = options(8, 120, &one_rec);
+  o.max_in_flight = 8;  // what a pool of four uses (2 x 4): the same depth, the same decisions
+  const auto one = search(p, default_policies(p), solo, o);
+  // Two nodes of two members each: only the first member of a node gets prefetches.
+  probe_evaluator a1, a2, b1, b2;
+  evaluator_pool pool;
+  pool.add(a1, "a1", "a/gpu0", "a")
+      .add(a2, "a2", "a/gpu1", "a")
+      .add(b1, "b1", "b/gpu0", "b")
+      .add(b2, "b2", "b/gpu1", "b");
+  o.observers = {&pool_rec};
+  const auto r = search(p, default_policies(p), pool, o);
+  CHECK(a2.prefetched.empty());
+  CHECK(b2.prefetched.empty());
+  CHECK(!a1.prefetched.empty());
+  CHECK(!b1.prefetched.empty());
+  for (auto const& id : a1.prefetched) CHECK(!b1.prefetched.contains(id));
+  CHECK(a1.prefetched.size() + b1.prefetched.size() == r.candidates);
+  // Where the candidates ran changes nothing about the search.
+  CHECK(decisions(pool_rec) == decisions(one_rec));
+  CHECK(r.best->cand.id == one.best->cand.id);
 }

@@ -23,6 +23,7 @@
 #include <thread>
 #include <vector>
 #include "process_helpers.hpp"
+#include "scoped_env.hpp"
 #include "temp_dir.hpp"
 
 using namespace kernelbrain;
@@ -31,6 +32,8 @@ namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
 namespace {
+
+using kb_test::scoped_env;
 
 /// `sh -c script` with the marker in its environment (and so in every descendant's), supervised
 /// by the host worker's --exec mode.
@@ -96,26 +99,6 @@ extern "C" void kb_kernel(const kb_args* a) {
 
 std::string cache_dir() { return kb_test::process_dir("process-test"); }
 
-/// Sets an environment variable of this process for one scope, then restores it.
-class scoped_env {
- public:
-  scoped_env(std::string name, std::string const& value) : name_(std::move(name)) {
-    if (char const* old = std::getenv(name_.c_str())) old_ = old;
-    ::setenv(name_.c_str(), value.c_str(), 1);
-  }
-  ~scoped_env() {
-    if (old_)
-      ::setenv(name_.c_str(), old_->c_str(), 1);
-    else
-      ::unsetenv(name_.c_str());
-  }
-  scoped_env(scoped_env const&) = delete;
-  scoped_env& operator=(scoped_env const&) = delete;
-
- private:
-  std::string name_;
-  std::optional<std::string> old_;
-};
 
 /// A process's environment as it was started (/proc/PID/environ), one "NAME=value" per entry.
 std::vector<std::string> environment_of(int pid) {

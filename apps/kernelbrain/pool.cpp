@@ -16,26 +16,15 @@ namespace {
 
 /// Test hook behind --slow-eval-ms: sleeps before each measurement and forwards everything else, so
 /// results, budget and fingerprint are the wrapped evaluator's own.
-class slowed_evaluator final : public evaluator {
+class slowed_evaluator final : public forwarding_evaluator {
  public:
-  slowed_evaluator(evaluator& inner, std::chrono::milliseconds delay) : inner_(inner), delay_(delay) {}
-  [[nodiscard]] std::string fingerprint() const override { return inner_.fingerprint(); }
-  [[nodiscard]] verdict inspect(candidate const& c) override { return inner_.inspect(c); }
-  void prefetch(candidate const& c) override { inner_.prefetch(c); }
-  [[nodiscard]] verdict build(candidate const& c) override { return inner_.build(c); }
-  [[nodiscard]] verdict check(candidate const& c, std::span<std::size_t const> shapes, int trials,
-                              std::uint64_t seed) override {
-    return inner_.check(c, shapes, trials, seed);
-  }
+  slowed_evaluator(evaluator& inner, std::chrono::milliseconds delay) : forwarding_evaluator(inner), delay_(delay) {}
   [[nodiscard]] measurement measure(candidate const& c, rung const& r, measure_request const& req) override {
     std::this_thread::sleep_for(delay_);
-    return inner_.measure(c, r, req);
+    return inner().measure(c, r, req);
   }
-  [[nodiscard]] baseline measure_baseline(problem const& p) override { return inner_.measure_baseline(p); }
-  [[nodiscard]] double take_device_seconds() override { return inner_.take_device_seconds(); }
 
  private:
-  evaluator& inner_;
   std::chrono::milliseconds delay_;
 };
 

@@ -38,8 +38,9 @@ run() {  # NAME SEED COMMAND...
   KERNELBRAIN_CACHE_DIR=$cache "$@" > "$OUT/logs/$name-s$seed.txt" 2>&1
   local rc=$?
   end=$(date +%s.%N)
-  echo "$name seed $seed: exit $rc, $(echo "$end - $start" | bc) s wall (process)"
-  echo "wall_process $(echo "$end - $start" | bc)" >> "$OUT/logs/$name-s$seed.txt"
+  local took; took=$(python3 -c "print(round($end - $start, 2))")
+  echo "$name seed $seed: exit $rc, $took s wall (process)"
+  echo "wall_process $took" >> "$OUT/logs/$name-s$seed.txt"
   rm -rf "$cache"
 }
 common=(tune softmax --backend cuda --budget 80evals --in-flight 4 --no-progress)
@@ -71,7 +72,7 @@ for f in "$OUT"/compile/*.cu; do
     > /dev/null 2>&1 && count=$((count + 1))
 done
 end=$(date +%s.%N)
-echo "nvrtc: $count compiles in $(echo "$end - $start" | bc) s, one at a time"
+echo "nvrtc: $count compiles in $(python3 -c "print(round($end - $start, 2))") s, one at a time"
 rm -f "$OUT"/compile/*.cubin "$OUT"/compile/*.cu
 echo "cores: $(nproc)"
 
@@ -86,7 +87,7 @@ for np in 1 8; do
       --journal /tmp/kb-synth-$np.jsonl > "$OUT/logs/synth-np$np.txt" 2>&1
   fi
   end=$(date +%s.%N)
-  echo "synthetic np=$np: exit $?, 20000 evaluations in $(echo "$end - $start" | bc) s"
+  echo "synthetic np=$np: 20000 evaluations in $(python3 -c "print(round($end - $start, 2))") s"
   grep -E "wall seconds|best candidate" "$OUT/logs/synth-np$np.txt"
 done
 

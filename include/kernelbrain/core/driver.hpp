@@ -7,6 +7,7 @@
 #include <deque>
 #include <exception>
 #include <functional>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -66,34 +67,28 @@ namespace detail {
 
 /// Members of a pool that name the same device take turns in measure() and measure_baseline(): two
 /// worker processes on one GPU overlap their gates and compiles, never their timings.
-class device_turns final : public evaluator {
+class device_turns final : public forwarding_evaluator {
  public:
-  device_turns(evaluator& inner, std::shared_ptr<std::mutex> turn) : inner_(inner), turn_(std::move(turn)) {}
-  [[nodiscard]] std::string fingerprint() const override { return inner_.fingerprint(); }
-  [[nodiscard]] verdict inspect(candidate const& c) override { return inner_.inspect(c); }
-  void prefetch(candidate const& c) override { inner_.prefetch(c); }
-  [[nodiscard]] verdict build(candidate const& c) override { return inner_.build(c); }
-  [[nodiscard]] verdict check(candidate const& c, std::span<std::size_t const> shapes, int trials,
-                              std::uint64_t seed) override {
-    return inner_.check(c, shapes, trials, seed);
-  }
+  device_turns(evaluator& inner, std::shared_ptr<std::mutex> turn)
+      : forwarding_evaluator(inner), turn_(std::move(turn)) {}
   [[nodiscard]] measurement measure(candidate const& c, rung const& r, measure_request const& req) override {
     const std::lock_guard lk(*turn_);
-    return inner_.measure(c, r, req);
+    return inner().measure(c, r, req);
   }
   [[nodiscard]] baseline measure_baseline(problem const& p) override {
     const std::lock_guard lk(*turn_);
-    return inner_.measure_baseline(p);
+    return inner().measure_baseline(p);
   }
-  [[nodiscard]] double take_device_seconds() override { return inner_.take_device_seconds(); }
 
  private:
-  evaluator& inner_;
   std::shared_ptr<std::mutex> turn_;
 };
 
 /// The pool's members as the evaluation plane uses them: members sharing a device wrapped in
-/// device_turns, and for each node the member that starts background compiles.
+/// device_turns, and the nodes (processes or machines with a compile cache of their own). Each
+/// candidate has a home node, from its id: its background compile starts there, and its evaluations
+/// go to a member there when one is free, so that a node compiles its share of the candidates, not
+/// every one, and finds the cubin in its cache at every rung.
 class pool_members {
  public:
   explicit pool_members(evaluator_pool const& pool) {
@@ -115,23 +110,30 @@ class pool_members {
       }
       ev_.push_back(e);
       labels_.push_back(m.label);
-      if (std::find(nodes.begin(), nodes.end(), m.node) == nodes.end()) {
+      auto at = std::find(nodes.begin(), nodes.end(), m.node);
+      if (at == nodes.end()) {
         nodes.push_back(m.node);
         compilers_.push_back(i);
+        at = std::prev(nodes.end());
       }
+      node_of_.push_back(static_cast<std::size_t>(at - nodes.begin()));
     }
   }
   [[nodiscard]] std::size_t size() const noexcept { return ev_.size(); }
   [[nodiscard]] evaluator& at(std::size_t i) const { return *ev_.at(i); }
   [[nodiscard]] std::string const& label(std::size_t i) const { return labels_.at(i); }
-  /// A background compile of `c` on each node (a hint; a lost member's is skipped).
+  [[nodiscard]] std::size_t nodes() const noexcept { return compilers_.size(); }
+  [[nodiscard]] std::size_t node_of(std::size_t member) const { return node_of_.at(member); }
+  /// The node where `id` is compiled and, when a member there is free, evaluated.
+  [[nodiscard]] std::size_t home_of(candidate_id id) const noexcept {
+    return static_cast<std::size_t>(hasher::mix(id.value) % compilers_.size());
+  }
+  /// A background compile of `c` on its home node (a hint: the evaluation builds it anyway).
   void prefetch(candidate const& c) const {
-    for (auto i : compilers_) {
-      try {
-        ev_[i]->prefetch(c);
-      } catch (std::exception const&) {
-        // only a hint: the evaluation builds the candidate anyway
-      }
+    try {
+      ev_[compilers_[home_of(c.id)]]->prefetch(c);
+    } catch (std::exception const&) {
+      // a lost member's node, or a failing hint: the evaluation compiles it
     }
   }
 
@@ -139,7 +141,8 @@ class pool_members {
   std::vector<std::unique_ptr<device_turns>> wrapped_;
   std::vector<evaluator*> ev_;
   std::vector<std::string> labels_;
-  std::vector<std::size_t> compilers_;
+  std::vector<std::size_t> compilers_;  ///< per node, the member that gets its prefetches
+  std::vector<std::size_t> node_of_;    ///< per member, its node
 };
 
 /// The evaluation plane: one thread per pool member, one queue of tasks (a member takes the next as
@@ -219,6 +222,7 @@ class evaluation_plane {
   struct queued {
     evaluation_task task;
     unsigned requeued = 0;
+    std::size_t skipped = 0;  ///< times a member took a later task for its node instead
   };
 
   void run(std::size_t slot) {
@@ -229,8 +233,7 @@ class evaluation_plane {
         std::unique_lock lk(mu_);
         cv_.wait(lk, [&] { return closing_ || !todo_.empty(); });
         if (todo_.empty()) return;
-        q = std::move(todo_.front());
-        todo_.pop_front();
+        q = take_for(slot);
       }
       evaluation_outcome o;
       try {
@@ -244,6 +247,25 @@ class evaluation_plane {
       eng_.journal_outcome(o);
       complete(q.task.ticket, std::move(o));
     }
+  }
+
+  /// The next task for member `slot` (mu_ held, queue not empty): the oldest whose candidate's home is
+  /// this member's node, else the oldest. A task passed over as many times as there are nodes is taken
+  /// by the next member that asks, wherever its home: nothing waits long for a busy node.
+  queued take_for(std::size_t slot) {
+    auto pick = todo_.begin();
+    if (members_.nodes() > 1 && todo_.front().skipped < members_.nodes()) {
+      const auto mine = members_.node_of(slot);
+      auto home = std::find_if(todo_.begin(), todo_.end(),
+                               [&](queued const& t) { return members_.home_of(t.task.cand.id) == mine; });
+      if (home != todo_.end()) {
+        pick = home;
+        for (auto it = todo_.begin(); it != home; ++it) ++it->skipped;
+      }
+    }
+    queued q = std::move(*pick);
+    todo_.erase(pick);
+    return q;
   }
 
   /// Member `slot` is gone: its task goes back to the queue for another member (once), or is recorded

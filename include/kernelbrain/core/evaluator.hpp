@@ -45,4 +45,30 @@ class evaluator {
   [[nodiscard]] virtual double take_device_seconds() = 0;
 };
 
+/// Forwards every call to another evaluator: derive from it to change one call (a delay, a lock, a
+/// timer) and keep the rest. Not owning: `inner` must outlive it.
+class forwarding_evaluator : public evaluator {
+ public:
+  explicit forwarding_evaluator(evaluator& inner) : inner_(inner) {}
+  [[nodiscard]] std::string fingerprint() const override { return inner_.fingerprint(); }
+  [[nodiscard]] verdict inspect(candidate const& c) override { return inner_.inspect(c); }
+  void prefetch(candidate const& c) override { inner_.prefetch(c); }
+  [[nodiscard]] verdict build(candidate const& c) override { return inner_.build(c); }
+  [[nodiscard]] verdict check(candidate const& c, std::span<std::size_t const> shapes, int trials,
+                              std::uint64_t seed) override {
+    return inner_.check(c, shapes, trials, seed);
+  }
+  [[nodiscard]] measurement measure(candidate const& c, rung const& r, measure_request const& req) override {
+    return inner_.measure(c, r, req);
+  }
+  [[nodiscard]] baseline measure_baseline(problem const& p) override { return inner_.measure_baseline(p); }
+  [[nodiscard]] double take_device_seconds() override { return inner_.take_device_seconds(); }
+
+ protected:
+  [[nodiscard]] evaluator& inner() const noexcept { return inner_; }
+
+ private:
+  evaluator& inner_;
+};
+
 }  // namespace kernelbrain
