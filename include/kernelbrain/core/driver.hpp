@@ -32,7 +32,7 @@ struct search_options {
   std::uint64_t seed = 1;
   budget limits;
   /// Evaluations issued and not yet applied to the history: the search's decisions depend on it (what a
-  /// scheduler knows when it picks), never on timing. A pool of N members uses at least 2N (see
+  /// scheduler knows when it picks), never on timing. A pool of N > 1 members uses at least 2N (see
   /// effective_in_flight), so that every member has work.
   std::size_t max_in_flight = 4;
   completion_order order = completion_order::issue;
@@ -44,10 +44,13 @@ struct search_options {
   std::function<void(std::string const&)> on_pool_note;
 };
 
-/// The in-flight depth a search over `members` evaluators uses: max(max_in_flight, 2 x members), at
-/// least 1. The same depth gives the same decisions on 1 or N members (with the default 4: N <= 2).
+/// The in-flight depth a search over `members` evaluators uses: max_in_flight (at least 1) for one
+/// evaluator, and at least 2 x members for a pool of several, so that every member has work while the
+/// oldest outcome is awaited. The same depth gives the same decisions on 1 or N members (with the
+/// default 4: up to 2 members).
 [[nodiscard]] inline std::size_t effective_in_flight(search_options const& opt, std::size_t members) {
-  return std::max({opt.max_in_flight, 2 * members, std::size_t{1}});
+  const std::size_t asked = std::max<std::size_t>(opt.max_in_flight, 1);
+  return members > 1 ? std::max(asked, 2 * members) : asked;
 }
 
 /// What a search returns. `best` is a copy of the incumbent's record.
