@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """The table of docs/results.md's issue-14 section, from the H200 run's logs and journals:
-summarize.py DIR (the unpacked issue14-h200.tgz: DIR/logs, DIR/journals)."""
+summarize.py DIR (DIR/logs, DIR/journals with <run>-s<seed>.jsonl or .jsonl.gz: run1/, run2/ here)."""
+import gzip
 import json
 import os
 import re
@@ -20,10 +21,13 @@ for cfg in ("one", "two", "mpi2"):
     for seed in (1, 2):
         log = os.path.join(d, "logs", f"{cfg}-s{seed}.txt")
         jr = os.path.join(d, "journals", f"{cfg}-s{seed}.jsonl")
+        opener = open
+        if not os.path.exists(jr) and os.path.exists(jr + ".gz"):
+            jr, opener = jr + ".gz", gzip.open
         if not os.path.exists(log) or not os.path.exists(jr):
             continue
         text = open(log).read()
-        lines = [json.loads(l) for l in open(jr) if l.endswith("\n")]
+        lines = [json.loads(l) for l in opener(jr, "rt") if l.endswith("\n")]
         outs = [l for l in lines if l["type"] == "outcome"]
         gated = [o["wall_seconds"] for o in outs if o["gated"]]
         rungs = [o["wall_seconds"] for o in outs if not o["gated"]]
