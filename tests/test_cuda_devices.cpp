@@ -33,7 +33,6 @@ using kb_test::scoped_env;
 using kb_test::temp_dir;
 using strings = std::vector<std::string>;
 
-
 /// An executable shell script at `p`; returns its path.
 std::string script(fs::path const& p, std::string const& body) {
   std::ofstream(p) << "#!/bin/sh\n" << body;

@@ -99,7 +99,6 @@ extern "C" void kb_kernel(const kb_args* a) {
 
 std::string cache_dir() { return kb_test::process_dir("process-test"); }
 
-
 /// A process's environment as it was started (/proc/PID/environ), one "NAME=value" per entry.
 std::vector<std::string> environment_of(int pid) {
   const std::string raw = kb_test::read_proc_file("/proc/" + std::to_string(pid) + "/environ");
