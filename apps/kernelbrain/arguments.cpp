@@ -148,14 +148,23 @@ double parse_wall_seconds(std::string const& text) {
   return w;
 }
 
-std::vector<std::string> parse_focus(std::string const& text) {
-  std::vector<std::string> shapes;
+namespace {
+/// "a,b,,c" -> {"a", "b", "", "c"}: the items between commas, as written.
+std::vector<std::string> split_commas(std::string const& text) {
+  std::vector<std::string> items;
   for (std::size_t b = 0; b <= text.size();) {
     const auto e = std::min(text.find(',', b), text.size());
-    if (e == b) throw usage_error(fmt::format("'{}': give shape names separated by commas", text));
-    shapes.push_back(text.substr(b, e - b));
+    items.push_back(text.substr(b, e - b));
     b = e + 1;
   }
+  return items;
+}
+}  // namespace
+
+std::vector<std::string> parse_focus(std::string const& text) {
+  auto shapes = split_commas(text);
+  if (std::find(shapes.begin(), shapes.end(), std::string{}) != shapes.end())
+    throw usage_error(fmt::format("'{}': give shape names separated by commas", text));
   return shapes;
 }
 
@@ -167,10 +176,7 @@ std::string parse_backend(std::string const& text) {
 std::vector<std::string> parse_devices(std::string const& text) {
   if (text == "all") return {};
   std::vector<std::string> out;
-  std::size_t start = 0;
-  for (;;) {
-    const auto comma = text.find(',', start);
-    auto item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+  for (auto item : split_commas(text)) {
     const auto first = item.find_first_not_of(" \t");
     const auto last = item.find_last_not_of(" \t");
     item = first == std::string::npos ? std::string{} : item.substr(first, last - first + 1);
@@ -185,9 +191,8 @@ std::vector<std::string> parse_devices(std::string const& text) {
                       "--workers-per-device",
                       text, item));
     out.push_back(std::move(item));
-    if (comma == std::string::npos) return out;
-    start = comma + 1;
   }
+  return out;
 }
 
 tune_arguments::tune_arguments(CLI::App& cmd) : cmd_(&cmd) {

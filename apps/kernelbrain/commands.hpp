@@ -91,9 +91,11 @@ struct ablate_options {
 int run_ablate(ablate_options const& options);
 
 /// Shared by tune and eval: a problem directory (the argument itself, or a built-in problem's), and the
-/// evaluator of a host or cuda problem (usage_error when the problem is written for another backend).
+/// evaluator of a host or cuda problem (usage_error when the problem is written for another backend);
+/// `cuda_device`: the CUDA device it runs on (cuda_options::visible_device; empty: this process's).
 [[nodiscard]] std::filesystem::path problem_directory(std::string const& spec, std::string const& backend);
-[[nodiscard]] std::unique_ptr<evaluator> make_backend_evaluator(problem const& prob, std::string const& backend);
+[[nodiscard]] std::unique_ptr<evaluator> make_backend_evaluator(problem const& prob, std::string const& backend,
+                                                                std::string const& cuda_device = {});
 
 /// report: one self-contained HTML page (plots, lineage, candidates, best source) from journals (report.cpp).
 [[nodiscard]] subcommand register_report(CLI::App& app);

@@ -36,14 +36,17 @@ void check_backend(problem const& prob, std::string const& backend) {
 
 }  // namespace
 
-std::unique_ptr<evaluator> make_backend_evaluator(problem const& prob, std::string const& backend) {
+std::unique_ptr<evaluator> make_backend_evaluator(problem const& prob, std::string const& backend,
+                                                  std::string const& cuda_device) {
   if (backend == "host") {
     check_backend(prob, "host");
     return std::make_unique<host_evaluator>(prob);
   }
   if (backend == "cuda") {
     check_backend(prob, "cuda");
-    return std::make_unique<cuda_evaluator>(prob);
+    cuda_options co;
+    co.visible_device = cuda_device;
+    return std::make_unique<cuda_evaluator>(prob, co);
   }
   // --backend was checked while parsing: this is a problem.json naming a backend this build lacks.
   throw usage_error(fmt::format("unknown backend '{}': this build has cuda, host and synthetic", backend));
@@ -51,54 +54,34 @@ std::unique_ptr<evaluator> make_backend_evaluator(problem const& prob, std::stri
 
 local_pool make_local_pool(problem const& prob, std::string const& backend, tune_options const& o,
                            synthetic_landscape const* land, std::string const& label_prefix, std::string const& node) {
-  local_pool local;
+  if (backend == "synthetic" && land == nullptr)
+    throw usage_error("the synthetic backend tunes 'synthetic' or 'synthetic:<landscape seed>'");
+  // The devices this process times on: every visible GPU unless --devices chose (none found, as
+  // without a driver: one member that inherits this process's device, so that the backend says what is
+  // wrong as it always did); the CPU is one device, as is the synthetic backend.
+  std::vector<std::string> devices;
+  if (backend == "cuda") devices = o.devices.empty() ? cuda_visible_devices() : o.devices;
+  if (devices.empty()) devices.emplace_back();
   const unsigned workers = std::max(1U, o.workers_per_device);
-  // (device key, label) per member; the device key makes members of one device take turns timing.
-  std::vector<std::pair<std::string, std::string>> slots;
-  auto add_workers = [&](std::string const& device, std::string const& label) {
-    for (unsigned w = 0; w < workers; ++w)
-      slots.emplace_back(device, workers > 1 ? fmt::format("{} worker {}", label, w + 1) : label);
-  };
-  if (backend == "cuda") {
-    check_backend(prob, "cuda");
-    // Every visible device unless --devices chose; none found (no driver here): one member that
-    // inherits this process's device, so that the backend says what is wrong as it always did.
-    std::vector<std::string> devices = o.devices.empty() ? cuda_visible_devices() : o.devices;
-    const bool inherit = devices.empty();
-    if (inherit) devices.emplace_back();
-    for (auto const& d : devices) {
-      const std::size_t first = slots.size();
-      add_workers("cuda:" + (d.empty() ? std::string("0") : d), "cuda:" + (d.empty() ? std::string("0") : d));
-      for (std::size_t i = first; i < slots.size(); ++i) {
-        cuda_options co;
-        co.visible_device = d;
-        local.backends.push_back(std::make_unique<cuda_evaluator>(prob, co));
+  local_pool local;
+  for (auto const& d : devices) {
+    // The device key makes members of one device take turns timing; it names the member too.
+    const std::string key = backend == "cuda"   ? "cuda:" + (d.empty() ? std::string("0") : d)
+                            : backend == "host" ? std::string("cpu")
+                                                : backend;
+    const std::string name = backend == "host" ? std::string("host") : key;
+    for (unsigned w = 0; w < workers; ++w) {
+      local.backends.push_back(backend == "synthetic" ? std::make_unique<synthetic_evaluator>(*land)
+                                                      : make_backend_evaluator(prob, backend, d));
+      evaluator* e = local.backends.back().get();
+      if (o.slow_eval_ms > 0) {
+        local.wrappers.push_back(std::make_unique<slowed_evaluator>(*e, std::chrono::milliseconds(o.slow_eval_ms)));
+        e = local.wrappers.back().get();
       }
+      local.pool.add(*e, label_prefix + (workers > 1 ? fmt::format("{} worker {}", name, w + 1) : name),
+                     node.empty() ? key : node + "/" + key, node);
     }
-  } else if (backend == "host") {
-    check_backend(prob, "host");
-    // The CPU is one device: host members take turns timing, and overlap their compiles and checks.
-    add_workers("cpu", "host");
-    for (unsigned w = 0; w < workers; ++w) local.backends.push_back(std::make_unique<host_evaluator>(prob));
-  } else if (backend == "synthetic") {
-    if (land == nullptr) throw usage_error("the synthetic backend tunes 'synthetic' or 'synthetic:<landscape seed>'");
-    add_workers("synthetic", "synthetic");
-    for (unsigned w = 0; w < workers; ++w) local.backends.push_back(std::make_unique<synthetic_evaluator>(*land));
-  } else {
-    // --backend was checked while parsing: this is a problem.json naming a backend this build lacks.
-    throw usage_error(fmt::format("unknown backend '{}': this build has cuda, host and synthetic", backend));
   }
-  for (std::size_t i = 0; i < slots.size(); ++i) {
-    evaluator* e = local.backends[i].get();
-    if (o.slow_eval_ms > 0) {
-      local.wrappers.push_back(std::make_unique<slowed_evaluator>(*e, std::chrono::milliseconds(o.slow_eval_ms)));
-      e = local.wrappers.back().get();
-    }
-    auto const& [device, label] = slots[i];
-    local.pool.add(*e, label_prefix + label, node.empty() ? device : node + "/" + device, node);
-  }
-  local.description = fmt::format("{} member{}:", local.pool.size(), local.pool.size() == 1 ? "" : "s");
-  for (auto const& m : local.pool.members()) local.description += " " + m.label;
   return local;
 }
 

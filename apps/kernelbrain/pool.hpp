@@ -19,7 +19,6 @@ struct local_pool {
   std::vector<std::unique_ptr<evaluator>> backends;  ///< the backend evaluators, one per member
   std::vector<std::unique_ptr<evaluator>> wrappers;  ///< --slow-eval-ms wrappers around them, if any
   evaluator_pool pool;
-  std::string description;  ///< "2 members: cuda:0, cuda:1"
 };
 
 /// Makes this process's members for `backend` ("cuda", "host", "synthetic"; `land` for synthetic).

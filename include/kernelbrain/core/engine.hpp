@@ -80,22 +80,19 @@ class engine {
   engine(engine const&) = delete;
   engine& operator=(engine const&) = delete;
 
-  void set_baseline(baseline b) {
-    if (b.seconds.size() != problem_.shapes.size())
-      throw error("baseline has " + std::to_string(b.seconds.size()) + " shapes, problem has " +
-                  std::to_string(problem_.shapes.size()));
-    complete_baseline(b, problem_);
-    baseline_ = std::move(b);
-  }
+  void set_baseline(baseline b) { set_member_baseline(0, std::move(b)); }
   /// The baseline of pool member `slot` (measured on its own device): its measurements are scored
-  /// against it. Slot 0's is also set_baseline()'s, the one the view shows; a slot without one of its
-  /// own is scored against slot 0's.
+  /// against it. Slot 0's is set_baseline()'s, the one the view shows; a slot without one of its own
+  /// is scored against slot 0's.
   void set_member_baseline(std::size_t slot, baseline b) {
-    if (slot == 0) return set_baseline(std::move(b));
     if (b.seconds.size() != problem_.shapes.size())
-      throw error("baseline of pool member " + std::to_string(slot) + " has " + std::to_string(b.seconds.size()) +
-                  " shapes, problem has " + std::to_string(problem_.shapes.size()));
+      throw error((slot == 0 ? std::string("baseline") : "baseline of pool member " + std::to_string(slot)) + " has " +
+                  std::to_string(b.seconds.size()) + " shapes, problem has " + std::to_string(problem_.shapes.size()));
     complete_baseline(b, problem_);
+    if (slot == 0) {
+      baseline_ = std::move(b);
+      return;
+    }
     if (member_baselines_.size() <= slot) member_baselines_.resize(slot + 1);
     member_baselines_[slot] = std::move(b);
   }
