@@ -148,13 +148,17 @@ class host_worker {
   }
 
   /// Sets up `ex` for calls on the request's tensors: its data area as large as the arena, the
-  /// tensors copied in (inputs, and outputs as the parent poisoned them), the command block filled.
-  bool stage(hx::executor& ex, hp::run_request const& q, std::vector<hp::tensor_ref> const& outputs, hp::reply& rep) {
-    if (!check_refs(q.inputs, q.arena_bytes, rep) || !check_refs(outputs, q.arena_bytes, rep)) return false;
+  /// tensors copied in (the input regions, and outputs as the parent poisoned them), the command
+  /// block filled (inputs where q.inputs says; a timing request moves them call by call).
+  bool stage(hx::executor& ex, hp::run_request const& q, std::vector<hp::tensor_ref> const& regions,
+             std::vector<hp::tensor_ref> const& outputs, hp::reply& rep) {
+    if (!check_refs(q.inputs, q.arena_bytes, rep) || !check_refs(regions, q.arena_bytes, rep) ||
+        !check_refs(outputs, q.arena_bytes, rep))
+      return false;
     if (q.dims.size() > hx::max_dims) return fail(rep, hp::status::bad_request, "too many dims");
     ctx_->arena().ensure(q.arena_bytes);
     if (auto r = ex.ensure_data(q.arena_bytes); !r) return fail(rep, r, q.module);
-    copy(q.inputs, q.arena_bytes, ctx_->arena().data(), ex.data());
+    copy(regions, q.arena_bytes, ctx_->arena().data(), ex.data());
     copy(outputs, q.arena_bytes, ctx_->arena().data(), ex.data());
     auto& c = ex.command_block().spec;
     c.n_inputs = static_cast<std::uint32_t>(q.inputs.size());
@@ -186,7 +190,7 @@ class host_worker {
   void run(hp::run_request const& q, hp::reply& rep) {
     run_timeout_ = q.call_timeout;
     auto* ex = executor_for(q.module, q.memory_allowance, rep);
-    if (!ex || !stage(*ex, q, q.outputs, rep)) return;
+    if (!ex || !stage(*ex, q, q.inputs, q.outputs, rep)) return;
     ex->begin_request();  // one call: only the per-call checks apply
     double s = 0;
     if (!call(*ex, q.module, s, rep)) return;
@@ -253,65 +257,95 @@ class host_worker {
     return true;
   }
 
+  /// Checks a timing request's input plan: one read per input per call and side, each inside a
+  /// region, and the checked call's outputs somewhere in the arena.
+  static bool check_plan(hp::time_request const& q, hp::reply& rep) {
+    const std::size_t n = q.a.inputs.size();
+    if (q.reads.size() != static_cast<std::size_t>(q.calls()) * static_cast<std::size_t>(q.sides()) * n)
+      return fail(rep, hp::status::bad_request, "one input read per input, call and side");
+    for (std::size_t i = 0; i < q.reads.size(); ++i) {
+      const std::uint64_t at = q.reads[i], bytes = q.a.inputs[i % n].count * sizeof(float);
+      const bool inside = std::any_of(q.regions.begin(), q.regions.end(), [&](hp::tensor_ref const& r) {
+        return at % alignof(float) == 0 && at >= r.offset && bytes <= r.count * sizeof(float) &&
+               at - r.offset <= r.count * sizeof(float) - bytes;
+      });
+      if (!inside) return fail(rep, hp::status::bad_request, "an input read outside the input regions");
+    }
+    if (q.checked_call >= q.calls() || (q.checked_call >= 0 && q.checked_outputs.size() != q.a.outputs.size()))
+      return fail(rep, hp::status::bad_request, "checked call out of range");
+    for (std::size_t k = 0; k < q.checked_outputs.size(); ++k)
+      if (q.checked_outputs[k].count != q.a.outputs[k].count)
+        return fail(rep, hp::status::bad_request, "checked outputs of the wrong size");
+    return check_refs(q.checked_outputs, q.a.arena_bytes, rep);
+  }
+
+  /// Copies the outputs `from` (in `ex`) to the arena's `to`.
+  void keep_outputs(hx::executor& ex, std::vector<hp::tensor_ref> const& from, std::vector<hp::tensor_ref> const& to) {
+    for (std::size_t k = 0; k < from.size(); ++k)
+      std::memcpy(ctx_->arena().data() + to[k].offset, ex.data() + from[k].offset, from[k].count * sizeof(float));
+  }
+
   void time(hp::time_request const& q, hp::reply& rep) {
     run_timeout_ = q.a.call_timeout;
     const bool ab = !q.module_b.empty();
-    if (q.samples < 1 || q.warmup < 0) {
+    if (q.samples < 1 || q.warmup < 0 || q.samples > 100000 || q.warmup > 100000) {
       fail(rep, hp::status::bad_request, "no samples");
       return;
     }
-    if (!q.last_inputs.empty() && q.last_inputs.size() != q.a.inputs.size()) {
-      fail(rep, hp::status::bad_request, "input set size mismatch");
+    if (q.a.inputs.size() > hx::max_tensors || q.a.outputs.size() > hx::max_tensors) {
+      fail(rep, hp::status::bad_request, "too many tensors");
       return;
     }
-    std::vector<hp::tensor_ref> last;  // the second input set, where it lies in the arena
-    for (std::size_t k = 0; k < q.last_inputs.size(); ++k) last.push_back({q.last_inputs[k], q.a.inputs[k].count});
-    if (!check_refs(last, q.a.arena_bytes, rep)) return;
+    if (!check_plan(q, rep)) return;
     ensure_flush_buffer(q.flush_bytes);
     auto* a = executor_for(q.a.module, q.a.memory_allowance, rep);
-    if (!a || !stage(*a, q.a, q.a.outputs, rep)) return;
+    if (!a || !stage(*a, q.a, q.regions, q.a.outputs, rep)) return;
     hx::executor* b = nullptr;
     if (ab) {
       hp::run_request qb = q.a;
       qb.module = q.module_b;
       // a, used just now, is the most recently used executor: making room for b never ends it.
-      if (!(b = executor_for(q.module_b, q.a.memory_allowance, rep)) || !stage(*b, qb, q.outputs_b, rep)) return;
+      if (!(b = executor_for(q.module_b, q.a.memory_allowance, rep)) || !stage(*b, qb, q.regions, q.outputs_b, rep))
+        return;
     }
     ctx_->heartbeat();
     for (auto* ex : {a, b})
       if (ex) ex->begin_request();
-    const int total = q.warmup + q.samples;
+    const int total = q.calls(), sides = q.sides();
+    const std::size_t n = q.a.inputs.size();
     for (int i = 0; i < total; ++i) {
       const bool timed = i >= q.warmup;
-      if (i == total - 1 &&
-          !last.empty())  // fresh values in the same buffers: a result cached from earlier calls is wrong now
-        for (auto* ex : {a, b})
-          if (ex)
-            for (std::size_t k = 0; k < last.size(); ++k)
-              std::memcpy(ex->data() + q.a.inputs[k].offset, ctx_->arena().data() + last[k].offset,
-                          last[k].count * sizeof(float));
-      for (int k = 0; k < (ab ? 2 : 1); ++k) {
+      for (int k = 0; k < sides; ++k) {
         const bool second = ab && ((i % 2 == 0) == (k == 1));  // ABBA: neither side always goes first
         auto& ex = second ? *b : *a;
         auto const& outs = second ? q.outputs_b : q.a.outputs;
+        // This call's inputs: its own place in the regions (other values at other addresses).
+        const std::size_t first = (static_cast<std::size_t>(i) * static_cast<std::size_t>(sides) + (second ? 1 : 0)) * n;
+        for (std::size_t t = 0; t < n; ++t) ex.command_block().spec.inputs[t] = q.reads[first + t];
         flush();
         poison(ex.data(), outs, q.poison_bits);
         double s = 0;
         if (!call(ex, second ? q.module_b : q.a.module, s, rep)) return;
         if (timed) (second ? rep.samples_b : rep.samples_a).push_back(s);
+        if (second) continue;
         // Every call must do the work: a candidate that skips repeat calls leaves the poison behind.
-        if (!second && !all_written(ex.data(), outs, q.poison_bits, i, total, rep)) return;
+        if (!all_written(ex.data(), outs, q.poison_bits, i, total, rep)) return;
+        if (i == q.checked_call) keep_outputs(ex, outs, q.checked_outputs);
       }
       ctx_->heartbeat();
     }
-    // What the calls used outside their reported times, judged over the whole request.
+    // The CPU the executors used between calls, judged over the whole request.
     for (auto [ex, module] : {std::pair{a, &q.a.module}, std::pair{b, &q.module_b}})
-      if (ex)
+      if (ex) {
         if (auto r = ex->check_request(); !r) {
           fail(rep, r, *module);
           return;
         }
-    copy(q.a.inputs, q.a.arena_bytes, a->data(), ctx_->arena().data());
+        rep.charged_calls += ex->charged_calls();
+      }
+    // Back to the arena: the regions (the parent checks that they were left alone) and the last
+    // call's outputs, each with the canary gaps around it.
+    copy(q.regions, q.a.arena_bytes, a->data(), ctx_->arena().data());
     copy(q.a.outputs, q.a.arena_bytes, a->data(), ctx_->arena().data());
     if (b) copy(q.outputs_b, q.a.arena_bytes, b->data(), ctx_->arena().data());
   }

@@ -162,7 +162,9 @@ TEST_CASE(
         "raises_address_limit", "leaks_every_call", "forked_child_sleeps_forever", "arms_alarm", "arms_setitimer",
         "creates_posix_timer", "kills_parent", "sigqueue_to_parent", "thread_workers_joined",
         "threads_by_hardware_concurrency", "vector_scratch_per_call", "static_lookup_table",
-        "static_init_reads_proc_maps"})
+        "static_init_reads_proc_maps",
+        // issue 24: cheats on repeated inputs, and a __has_include the policy must not refuse
+        "replays_by_sampled_values", "partial_rows_on_repeat", "has_include_syscall"})
     CHECK_MESSAGE(seen.contains(required), "tests/host_corpus/" << required << ".cpp is missing");
 }
 
@@ -318,15 +320,23 @@ TEST_CASE("host backend: a candidate wrong only at odd sizes passes the regular 
 }
 
 TEST_CASE(
-    "host backend: a candidate that replays a remembered answer is caught by the fresh values of the last timed call") {
+    "host backend: a candidate that replays answers remembered by address never sees a repeated address when timed, "
+    "and the gate's second trial catches it") {
   auto const p = scale_rows();
   host_evaluator ev(p, test_options());
   const auto c = from_source(corpus("memo_after_two_calls"));
-  // One trial is two runs: the cheat computes both; only the timed calls see its replay.
+  // One trial is two runs: the cheat computes both. Every timed call reads its inputs from a window
+  // of its own, so the cheat never finds an address it has seen twice and computes every call.
   const auto m = ev.measure(c, test_rung({0}, 5, 1), {41, nullptr});
-  CHECK(m.result.where == stage::correctness);
-  CHECK(m.result.detail.find("last timed call") != std::string::npos);
-  CHECK(m.timings.empty());
+  INFO(m.result.detail);
+  CHECK(m.result.where == stage::pass);
+  // A second trial puts fresh values into the buffers of the first: the replay is stale there.
+  auto gate = policy_gate::for_problem(p, 2);
+  gate.reseed(3);
+  const auto v = gate.admit(c, ev);
+  INFO(v.detail);
+  CHECK(v.where == stage::correctness);
+  CHECK(v.detail.find("wrong output") != std::string::npos);
 }
 
 TEST_CASE(
@@ -578,6 +588,14 @@ TEST_CASE("host backend: the static source policy") {
   CHECK(pass("const char* s = \"popen and exec in a string\"; const char* r = R\"x(syscall()\")x\";"));
   CHECK(pass("template <class S, class P> void g(S& s, P p) { s.write(1); p->read(2); }"));  // member calls
   CHECK(pass("#define BLOCK 256\n#pragma GCC unroll 4\nint a[BLOCK];"));
+  // Words inside a header name asked about, or in a diagnostic's text, are not tokens of the program.
+  CHECK(pass("#if __has_include(<sys/syscall.h>)\n#define HAVE 1\n#endif\nint x;"));
+  CHECK(pass("#if defined(__has_include) && __has_include (\"sys/mman.h\")\n#endif\n"));
+  CHECK(pass("#ifndef __AVX2__\n#error this kernel needs AVX2, not a syscall fallback\n#endif\nint y;"));
+  // ...but only the header name: what follows it is scanned.
+  CHECK(why("#if __has_include(<cmath>) && syscall\n#endif\n").find("'syscall'") != std::string::npos);
+  CHECK(why("#if __has_include(X)\n#endif\nlong r = syscall(39);").find("'syscall'") != std::string::npos);
+  CHECK(why("#error a\nint f() { return fork(); }").find("'fork'") != std::string::npos);
   CHECK(why("int main() {\n  return system(\"ls\");\n}").find("line 2") != std::string::npos);
   CHECK(why("void f() { asm volatile(\"nop\"); }").find("inline assembly") != std::string::npos);
   CHECK(why("void f() { __asm__(\"nop\"); }").find("inline assembly") != std::string::npos);

@@ -1,8 +1,9 @@
 // expect: correctness
 // detail: wrong output
 // Computes on the first two calls that see a buffer address, then replays the second call's answer:
-// it survives a single correctness trial (two runs) and is caught because the last timed call
-// gets fresh values in the same buffers (and, through the gate, by the second trial).
+// it survives a single correctness trial (two runs) and is caught by the gate's second trial (fresh
+// values in the same buffers). Timing never shows it a repeated address: every call reads its
+// inputs from a window of its own, so there it computes every time and gains nothing.
 #include <cstring>
 #include <vector>
 #include "kernelbrain/evaluate/host_abi.h"

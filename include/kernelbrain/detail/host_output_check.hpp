@@ -1,7 +1,7 @@
 // host_output_check: what the parent of the host backend checks in the arena after a candidate ran,
 // against the reference it trusts: nothing written outside the candidate's buffers (the canaries),
 // the inputs untouched, every output element written, finite and within the tolerance; and that two
-// runs on the same inputs agree. Where: kernelbrain/detail/, named after its job, because it is an
+// runs on the same inputs agree. host_timing.hpp puts the same pieces together for a timing request. Where: kernelbrain/detail/, named after its job, because it is an
 // internal part of one backend, not the body of a public header (those are evaluate/impl/*.ipp);
 // its bodies are inline here, and only evaluate/impl/host.ipp and the other host_* parts include
 // it, so a separately compiled build still compiles them once.
@@ -37,11 +37,8 @@ inline double max_abs(std::vector<float> const& v) {
   return m;
 }
 
-/// Everything checked after a candidate ran on `arena`, staged from `rc` with outputs poisoned with
-/// `poison`: the canary gaps, the inputs, every output element. `when` places the run in messages
-/// ("at shape 'odd' (R=5), trial 1 of 2, first run"); `timed`: the run was a timed call.
-inline verdict check_outputs(problem const& p, layout const& l, shared_arena const& arena, reference_case const& rc,
-                             std::uint32_t poison, std::string const& when, bool timed) {
+/// No byte of any gap between buffers changed: the canaries are intact.
+inline verdict check_canaries(layout const& l, shared_arena const& arena, std::string const& when) {
   for (std::size_t g = 0; g < l.gaps.size(); ++g) {
     auto const* w = arena.at<std::uint32_t>(l.gaps[g].first);
     for (std::size_t i = 0; i < (l.gaps[g].second - l.gaps[g].first) / 4; ++i)
@@ -49,19 +46,33 @@ inline verdict check_outputs(problem const& p, layout const& l, shared_arena con
         return verdict::reject(stage::correctness, "wrote outside its buffers (" + l.gap_names[g] + ") " + when +
                                                        ": a candidate may write only its outputs");
   }
-  for (std::size_t k = 0; k < l.inputs.size(); ++k) {
-    float const* in = arena.at<float>(l.inputs[k].offset);
-    if (std::memcmp(in, rc.inputs[k].data(), l.inputs[k].count * 4) == 0) continue;
+  return verdict::pass();
+}
+
+/// Each of `slots` (input buffers, named "input 'x'...") still holds the values written there.
+inline verdict check_unchanged(std::vector<slot> const& slots, shared_arena const& arena,
+                               std::vector<std::vector<float>> const& values, std::string const& when) {
+  for (std::size_t k = 0; k < values.size(); ++k) {
+    float const* in = arena.at<float>(slots[k].offset);
+    if (std::memcmp(in, values[k].data(), values[k].size() * 4) == 0) continue;
     std::size_t i = 0;
-    while (i < l.inputs[k].count && bits_of(in[i]) == bits_of(rc.inputs[k][i])) ++i;
-    return verdict::reject(stage::correctness, "wrote its input '" + p.inputs[k].name + "' " + when + " (element " +
-                                                   std::to_string(i) + " changed from " + num(rc.inputs[k][i]) +
+    while (i < values[k].size() && bits_of(in[i]) == bits_of(values[k][i])) ++i;
+    return verdict::reject(stage::correctness, "wrote its " + slots[k].name + " " + when + " (element " +
+                                                   std::to_string(i) + " changed from " + num(values[k][i]) +
                                                    " to " + num(in[i]) + "): inputs are read-only");
   }
-  for (std::size_t k = 0; k < l.outputs.size(); ++k) {
-    float const* out = arena.at<float>(l.outputs[k].offset);
-    auto const& ref_out = rc.outputs[k];
-    const std::size_t n = l.outputs[k].count;
+  return verdict::pass();
+}
+
+/// Every element of the outputs in `slots` written, finite and within the tolerance of the
+/// reference's `expected`; `poison`: what the outputs held before the call; `timed`: a timed call.
+inline verdict check_values(problem const& p, std::vector<slot> const& slots, shared_arena const& arena,
+                            std::vector<std::vector<float>> const& expected, std::uint32_t poison,
+                            std::string const& when, bool timed) {
+  for (std::size_t k = 0; k < slots.size(); ++k) {
+    float const* out = arena.at<float>(slots[k].offset);
+    auto const& ref_out = expected[k];
+    const std::size_t n = slots[k].count;
     const double max_ref = max_abs(ref_out);
     const double bound = p.tol.atol + p.tol.rtol * max_ref;
     std::size_t unwritten = 0, nonfinite = 0, wrong = 0, first_u = 0, first_n = 0, first_w = 0;
@@ -97,6 +108,16 @@ inline verdict check_outputs(problem const& p, layout const& l, shared_arena con
                                  ", expected " + num(ref_out[first_w]) + ")");
   }
   return verdict::pass();
+}
+
+/// Everything checked after a candidate ran once on `arena`, staged from `rc` with outputs poisoned
+/// with `poison`: the canary gaps, the inputs, every output element. `when` places the run in
+/// messages ("at shape 'odd' (R=5), trial 1 of 2, first run").
+inline verdict check_outputs(problem const& p, layout const& l, shared_arena const& arena, reference_case const& rc,
+                             std::uint32_t poison, std::string const& when) {
+  if (auto v = check_canaries(l, arena, when); !v) return v;
+  if (auto v = check_unchanged(l.inputs, arena, rc.inputs, when); !v) return v;
+  return check_values(p, l.outputs, arena, rc.outputs, poison, when, false);
 }
 
 /// A copy of every output in `arena`.

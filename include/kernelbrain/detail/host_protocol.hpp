@@ -52,16 +52,26 @@ struct run_request {
   std::vector<std::int64_t> dims;
 };
 
+/// Warm-up and timed calls. No two calls read the same inputs: the parent stages input *regions*
+/// (a random field per input, larger than the input, and near-copies of windows of it), and each call
+/// reads each input from its own place in them (`reads`), so nothing is rewritten between calls.
 struct time_request {
-  run_request a;                      ///< the candidate (or the reference, for a baseline)
+  run_request a;                      ///< the candidate (or the reference); a.inputs: element counts only
   std::string module_b;               ///< interleaved second module (the incumbent); empty: none
-  std::vector<tensor_ref> outputs_b;  ///< its outputs (same inputs as a)
-  std::vector<std::uint64_t>
-      last_inputs;  ///< offsets of a second input set copied in before the last sample; empty: none
+  std::vector<tensor_ref> outputs_b;  ///< its outputs
+  std::vector<tensor_ref> regions;    ///< where the calls' inputs lie; copied back, unchanged, at the end
+  /// Arena offset of each input of each call: index (call * sides + side) * inputs + input, side 0 for
+  /// `a`, 1 for `module_b`. Each read must lie inside one region.
+  std::vector<std::uint64_t> reads;
+  std::int32_t checked_call = -1;          ///< a's outputs after this call are copied to checked_outputs
+  std::vector<tensor_ref> checked_outputs;  ///< as many as a.outputs
   std::int32_t warmup = 1;
   std::int32_t samples = 5;
   std::uint64_t flush_bytes = 0;  ///< written before every call, warm-up included
   std::uint32_t poison_bits = 0;  ///< written to the outputs before every call
+
+  [[nodiscard]] int sides() const noexcept { return module_b.empty() ? 1 : 2; }
+  [[nodiscard]] int calls() const noexcept { return warmup + samples; }
 };
 
 struct reply {
@@ -70,6 +80,8 @@ struct reply {
   std::int32_t index = -1;    ///< the output a status is about, where it is about one
   double kernel_seconds = 0;  ///< time inside kb_kernel, warm-up and module b included
   std::vector<double> samples_a, samples_b;
+  /// Calls whose time was raised to what the CPU accounting says they took (host_executor.hpp).
+  std::int32_t charged_calls = 0;
 };
 
 namespace detail {
@@ -117,7 +129,10 @@ inline std::string encode(time_request const& q) {
   detail::put_run(w, q.a);
   w.str(q.module_b);
   detail::put_refs(w, q.outputs_b);
-  w.vec(q.last_inputs).put(q.warmup).put(q.samples).put(q.flush_bytes).put(q.poison_bits);
+  detail::put_refs(w, q.regions);
+  w.vec(q.reads).put(q.checked_call);
+  detail::put_refs(w, q.checked_outputs);
+  w.put(q.warmup).put(q.samples).put(q.flush_bytes).put(q.poison_bits);
   return w.take();
 }
 inline std::string encode(reply const& p) {
@@ -128,6 +143,7 @@ inline std::string encode(reply const& p) {
       .put(p.kernel_seconds)
       .vec(p.samples_a)
       .vec(p.samples_b)
+      .put(p.charged_calls)
       .take();
 }
 inline run_request decode_run(std::string_view body) {
@@ -140,7 +156,10 @@ inline time_request decode_time(std::string_view body) {
   q.a = detail::get_run(r);
   q.module_b = r.str();
   q.outputs_b = detail::get_refs(r);
-  q.last_inputs = r.vec<std::uint64_t>();
+  q.regions = detail::get_refs(r);
+  q.reads = r.vec<std::uint64_t>();
+  q.checked_call = r.get<std::int32_t>();
+  q.checked_outputs = detail::get_refs(r);
   q.warmup = r.get<std::int32_t>();
   q.samples = r.get<std::int32_t>();
   q.flush_bytes = r.get<std::uint64_t>();
@@ -156,6 +175,7 @@ inline reply decode_reply(std::string_view body) {
   p.kernel_seconds = r.get<double>();
   p.samples_a = r.vec<double>();
   p.samples_b = r.vec<double>();
+  p.charged_calls = r.get<std::int32_t>();
   return p;
 }
 

@@ -23,6 +23,7 @@
 #include "kernelbrain/core/rng.hpp"
 #include "kernelbrain/detail/host_arena.hpp"
 #include "kernelbrain/detail/host_compiler.hpp"
+#include "kernelbrain/detail/host_inputs.hpp"
 #include "kernelbrain/detail/host_output_check.hpp"
 #include "kernelbrain/detail/host_shapes.hpp"
 #include "kernelbrain/detail/host_worker.hpp"
@@ -34,33 +35,6 @@ namespace kernelbrain::detail::host {
 struct reference_failure : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
-
-/// Fresh input values for shape `s` of `p`, drawn from `seed` (each input from its own stream, with
-/// its declared distribution); with `adversarial`, its input's values transformed by its case (the
-/// elements that spikes and signed zeros pick come from a stream of their own).
-inline std::vector<std::vector<float>> draw_inputs(problem const& p, shape_plan const& s, std::uint64_t seed,
-                                                   adversarial_trial const* adversarial = nullptr) {
-  std::vector<std::vector<float>> inputs;
-  for (std::size_t k = 0; k < p.inputs.size(); ++k) {
-    auto const& t = p.inputs[k];
-    rng r(derive_seed(seed, t.name, k));
-    std::vector<float> v(s.in_counts[k]);
-    if (t.distribution == "uniform")
-      for (auto& x : v) x = static_cast<float>(2.0 * r.uniform() - 1.0);
-    else if (t.distribution == "positive")
-      for (auto& x : v) x = static_cast<float>(0.5 + 1.5 * r.uniform());
-    else
-      for (auto& x : v) x = static_cast<float>(r.normal());
-    if (adversarial && adversarial->input == k) {
-      rng g(derive_seed(seed, "input-case", k));
-      const auto kind = static_cast<int>(adversarial->what.what);
-      const auto a = static_cast<float>(adversarial->what.value);
-      for (auto& x : v) x = kb_input_case(kind, a, x, g());
-    }
-    inputs.push_back(std::move(v));
-  }
-  return inputs;
-}
 
 class reference_oracle {
  public:
@@ -91,8 +65,15 @@ class reference_oracle {
     if (auto it = cache_.find(key); it != cache_.end()) return it->second;
     auto const& sp = shapes_[s];
     const std::string where = sp.label + (adversarial ? " (" + trial_text(prob_, *adversarial) + ")" : "");
+    return cache_.emplace(key, on(s, draw_inputs(prob_, sp, seed, adversarial), where)).first->second;
+  }
+
+  /// The reference's outputs on `inputs` at shape `s` (not remembered); `where` names the shape and
+  /// the inputs in messages. Throws reference_failure as at() does.
+  reference_case on(std::size_t s, std::vector<std::vector<float>> inputs, std::string const& where) {
+    auto const& sp = shapes_[s];
     reference_case rc;
-    rc.inputs = draw_inputs(prob_, sp, seed, adversarial);
+    rc.inputs = std::move(inputs);
     stage_arena(worker_.arena(), sp.layout, rc.inputs, nan_poison);
     if (auto v = worker_.run(run_request_for(sp, artifact_, 0), "the reference at shape " + where); !v)
       throw reference_failure(v.detail + " (the reference is trusted code: fix problem.reference_source)");
@@ -106,25 +87,20 @@ class reference_oracle {
                                   std::to_string(i) + ": fix problem.reference_source");
       rc.outputs.emplace_back(out, out + o.count);
     }
-    return cache_.emplace(key, std::move(rc)).first->second;
+    return rc;
   }
 
   /// Forgets the cases computed so far (each measurement draws its own).
   void forget() noexcept { cache_.clear(); }
 
-  /// Times the reference at shape `s` on inputs drawn from `seed`: the reply holds the samples.
-  /// Throws kernelbrain::error when the reference fails.
+  /// Times the reference at shape `s` as candidates are timed (each call on its own window of fields
+  /// drawn from `seed`; trusted, so no call is checked): the reply holds the samples. Throws
+  /// kernelbrain::error when the reference fails.
   host_protocol::reply time(std::size_t s, std::uint64_t seed, int warmup, int samples, std::uint64_t flush_bytes) {
-    reference_case const* rc = nullptr;
-    try {
-      rc = &at(s, seed);
-    } catch (reference_failure const& e) {
-      throw error("host backend: cannot time the reference of problem '" + prob_.name + "': " + e.what());
-    }
     auto const& sp = shapes_[s];
-    stage_arena(worker_.arena(), sp.layout, rc->inputs, nan_poison);
-    host_protocol::time_request q;
-    q.a = run_request_for(sp, artifact_, 0);
+    const auto plan = plan_timing_inputs(prob_, sp, seed, warmup, samples, 1, false);
+    stage_timing(worker_.arena(), sp.layout, plan, nan_poison);
+    auto q = timing_request(sp, plan, artifact_, 0);
     q.warmup = warmup;
     q.samples = samples;
     q.flush_bytes = flush_bytes;

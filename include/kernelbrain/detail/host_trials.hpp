@@ -83,7 +83,7 @@ class correctness_trials {
       if (run == 1) poison_outputs(arena, sp.layout, poison);
       const std::string when = where + (run == 0 ? ", first run" : ", second run");
       if (auto v = cand_.run(q, "kb_kernel " + when); !v) return v;
-      if (auto v = check_outputs(prob_, sp.layout, arena, rc, poison, when, false); !v) return v;
+      if (auto v = check_outputs(prob_, sp.layout, arena, rc, poison, when); !v) return v;
       if (run == 0)
         first = copy_outputs(sp.layout, arena);
       else if (auto v = check_repeat(prob_, sp.layout, arena, rc, first, opt_.bitwise_repeat, where); !v)

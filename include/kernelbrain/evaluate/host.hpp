@@ -80,6 +80,9 @@ class host_evaluator final : public evaluator {
   [[nodiscard]] KERNELBRAIN_DECL int worker_pid() const;  ///< the candidate worker's pid; -1 when none is running
   [[nodiscard]] KERNELBRAIN_DECL std::size_t worker_starts()
       const;  ///< candidate workers started so far (crashes and timeouts each cost one)
+  /// Timed calls (candidates' and the reference's) whose time was raised to what the kernel's CPU
+  /// accounting says they took: a few under heavy load; many from a candidate that forges its times.
+  [[nodiscard]] KERNELBRAIN_DECL std::size_t charged_calls() const;
   [[nodiscard]] KERNELBRAIN_DECL std::size_t compiles() const;  ///< sources compiled (cache misses), reference included
   [[nodiscard]] KERNELBRAIN_DECL std::size_t cache_hits() const;  ///< sources found in the artifact cache
   [[nodiscard]] KERNELBRAIN_DECL std::string cache_directory() const;

@@ -107,6 +107,7 @@ struct host_evaluator::state {
   std::uint64_t flush_bytes;
   std::vector<detail::host::shape_plan> shapes;  ///< planned by the constructor, fixed afterwards
   double spent = 0;                              ///< device seconds not yet taken
+  std::size_t charged = 0;                       ///< timed calls raised to their CPU time (diagnostics)
   detail::host::host_worker cand;                ///< runs candidates; its time is charged to `spent`
   detail::host::reference_oracle ref;
   detail::host::correctness_trials trials;
@@ -200,12 +201,12 @@ measurement host_evaluator::measure(candidate const& c, rung const& r, measure_r
       }
       detail::host_protocol::reply rep;
       auto v = s.timer.time(artifact, incumbent.empty() ? nullptr : &incumbent, shape, r,
-                            detail::host::correctness_trials::seed_of(req.seed, shape, trials - 1),
                             derive_seed(req.seed, "host-timed", shape), rep);
       if (!v) {
         m.result = v;
         return m;
       }
+      s.charged += static_cast<std::size_t>(std::max(0, rep.charged_calls));
       shape_timing st;
       st.shape = shape;
       st.samples = std::move(rep.samples_a);
@@ -237,6 +238,7 @@ baseline host_evaluator::measure_baseline(problem const& p) {
                                 s.opt.baseline_samples, s.flush_bytes);
     b.seconds.push_back(median_with_ci(out.samples_a).median);
     s.spent += out.kernel_seconds;
+    s.charged += static_cast<std::size_t>(std::max(0, out.charged_calls));
   }
   return b;
 }
@@ -254,6 +256,10 @@ int host_evaluator::worker_pid() const {
 std::size_t host_evaluator::worker_starts() const {
   std::lock_guard lk(s_->mu);
   return s_->cand.process().spawns();
+}
+std::size_t host_evaluator::charged_calls() const {
+  std::lock_guard lk(s_->mu);
+  return s_->charged;
 }
 std::size_t host_evaluator::compiles() const {
   std::lock_guard lk(s_->mu);

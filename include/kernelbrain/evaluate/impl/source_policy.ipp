@@ -167,6 +167,9 @@ class scanner {
           if (auto v = check_identifier(id, i); !v) return v;
         prev_ = id;
         i = j;
+        // __has_include(<sys/syscall.h>) asks whether a header exists; it includes nothing, and the
+        // words of its header name are not tokens of the program.
+        if (id == "__has_include" || id == "__has_include_next") i = skip_header_name_argument(i);
         continue;
       }
       if (std::isdigit(static_cast<unsigned char>(c)) ||
@@ -254,6 +257,22 @@ class scanner {
     return std::min(n, i + 1);
   }
 
+  /// After `__has_include`: past `( <name> )` or `( "name" )` when that is what follows on the line
+  /// (the header name is skipped, the parentheses are left to the scanner); else `i` unchanged.
+  [[nodiscard]] std::size_t skip_header_name_argument(std::size_t i) const {
+    std::size_t k = i;
+    while (at(k) == ' ' || at(k) == '\t') ++k;
+    if (at(k) != '(') return i;
+    ++k;
+    while (at(k) == ' ' || at(k) == '\t') ++k;
+    const char open = at(k);
+    if (open != '<' && open != '"') return i;
+    const char close = open == '<' ? '>' : '"';
+    for (std::size_t e = k + 1; e < t_.size() && t_[e] != '\n'; ++e)
+      if (t_[e] == close) return e + 1;
+    return i;
+  }
+
   /// A pp-number, digit separators (1'000) and exponent signs included.
   std::size_t number(std::size_t i) const {
     const std::size_t n = t_.size();
@@ -289,6 +308,11 @@ class scanner {
     if (name.empty()) return verdict::pass();  // the null directive
     if (std::find(std::begin(allowed_directives), std::end(allowed_directives), name) == std::end(allowed_directives))
       return refuse(hash, "preprocessor directive #" + std::string(name) + " is not allowed in host candidates");
+    if (name == "error" || name == "warning") {  // the rest of the line is a diagnostic's text, not code
+      const auto nl = t_.find('\n', k);
+      i = nl == std::string::npos ? n : nl;
+      return verdict::pass();
+    }
     if (name != "include") return verdict::pass();
     while (k < n && (t_[k] == ' ' || t_[k] == '\t')) ++k;
     const char open = at(k);
