@@ -58,6 +58,8 @@ inline constexpr int done_fd = 5;    ///< the executor writes one byte per finis
 inline constexpr std::size_t control_bytes = 8192;
 inline constexpr std::size_t max_tensors = 64, max_dims = 32;
 inline constexpr int forbidden_exit = 70;  ///< the exit status after a trapped system call
+/// Set to "1" in a sanitized build's executor (with the runtimes in LD_PRELOAD).
+inline constexpr char const* sanitized_env = "KERNELBRAIN_SANITIZED_EXECUTOR";
 
 enum class command : std::uint32_t {
   load = 1,
@@ -153,6 +155,22 @@ inline kb_kernel_fn load(char const* module) {
   return fn;
 }
 
+/// In a sanitized build's executor (sanitized_env set by the worker): lets the preloaded sanitizer
+/// runtimes cache what they read from /proc before the sandbox closes it, and returns the descriptor
+/// they report on (stderr); -1 elsewhere.
+inline int prepare_sanitizers() {
+  char const* on = std::getenv(sanitized_env);
+  if (!on || std::string_view(on) != "1") return -1;
+  struct sandbox_arguments {  // __sanitizer_sandbox_arguments, as <sanitizer/common_interface_defs.h> has it
+    int coverage_sandboxed = 0;
+    std::intptr_t coverage_fd = -1;
+    unsigned int coverage_max_block_size = 0;
+  } args;
+  using notify_fn = void (*)(sandbox_arguments*);
+  if (auto notify = reinterpret_cast<notify_fn>(::dlsym(RTLD_DEFAULT, "__sanitizer_sandbox_on_notify"))) notify(&args);
+  return 2;
+}
+
 inline void call(kb_kernel_fn fn, std::byte* data, std::uint64_t data_bytes) {
   call_spec const c = ctl->spec;  // one read: the candidate may scribble on the block while it runs
   if (c.n_inputs > max_tensors || c.n_outputs > max_tensors || c.n_dims > max_dims)
@@ -209,6 +227,10 @@ inline int executor_main(int argc, char** argv) {
   // here, before the filters, rather than in the candidate's first std::thread.
   std::thread([] {}).join();
 
+  // A sanitized build's executor: the sanitizer runtimes (preloaded by the worker) read what they
+  // need of /proc now, and write their reports on stderr, which the worker reads.
+  const int report_fd = impl::prepare_sanitizers();
+
   // Confine file access, then install the load filter; say we are ready for the load command (the
   // worker sets our memory limit first: the module's static data counts against it).
   std::vector<std::string> readable(argv + 4, argv + argc);
@@ -220,7 +242,7 @@ inline int executor_main(int argc, char** argv) {
     return 5;
   }
   const pid_t self = ::getpid();
-  if (const int e = host_sandbox::rules(go_fd, done_fd, self, true).install(); e != 0) {
+  if (const int e = host_sandbox::rules(go_fd, done_fd, self, true, report_fd).install(); e != 0) {
     impl::say(status::sandbox_failed, std::string("cannot install the seccomp filter: ") + std::strerror(e));
     impl::done();
     return 5;
@@ -233,7 +255,7 @@ inline int executor_main(int argc, char** argv) {
     impl::done();
     return 0;
   }
-  if (const int e = host_sandbox::rules(go_fd, done_fd, self, false).install(); e != 0) {
+  if (const int e = host_sandbox::rules(go_fd, done_fd, self, false, report_fd).install(); e != 0) {
     impl::say(status::sandbox_failed, std::string("cannot install the seccomp filter: ") + std::strerror(e));
     impl::done();
     return 5;
@@ -281,6 +303,54 @@ inline int executor_main(int argc, char** argv) {
 
 namespace kernelbrain::host_exec {
 
+/// The environment a sanitized build's executor gets on top of the worker's: the runtimes preloaded
+/// (they must come before anything else), options that make the first error end the process with a
+/// report on stderr (no leak check, which needs ptrace; no symbolizer, which would start a process),
+/// and stack-use-after-return on.
+inline std::vector<std::string> sanitizer_environment(std::string const& runtimes) {
+  return {"LD_PRELOAD=" + runtimes,
+          "ASAN_OPTIONS=detect_leaks=0:detect_stack_use_after_return=1:symbolize=0:halt_on_error=1:exitcode=86:"
+          "abort_on_error=0:handle_abort=0:print_legend=0:malloc_context_size=8:verify_asan_link_order=0:"
+          "detect_odr_violation=0:color=never",
+          "UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1:symbolize=0:exitcode=87:report_error_type=1:color=never",
+          std::string(sanitized_env) + "=1"};
+}
+/// A variable of the worker's environment that the sanitized executor's own settings replace.
+inline bool is_sanitizer_variable(std::string_view e) {
+  for (std::string_view name : {"LD_PRELOAD=", "ASAN_OPTIONS=", "UBSAN_OPTIONS=", "KERNELBRAIN_SANITIZED_EXECUTOR="})
+    if (e.substr(0, name.size()) == name) return true;
+  return false;
+}
+/// The report in a sanitized executor's stderr, trimmed to what says what went wrong (the error
+/// line, the first frames, the summary; PIDs dropped): empty when there is none.
+inline std::string sanitizer_report(std::string const& text) {
+  auto starts = [&](std::size_t at) {
+    return text.compare(at, 6, "ERROR:") == 0 || text.find(": runtime error: ", at) < text.find('\n', at);
+  };
+  std::string out;
+  int kept = 0;
+  bool in_report = false;
+  for (std::size_t at = 0; at < text.size() && kept < 24;) {
+    std::size_t nl = text.find('\n', at);
+    if (nl == std::string::npos) nl = text.size();
+    std::size_t b = at;
+    if (text.compare(b, 2, "==") == 0)  // "==1234==ERROR: ..." -> "ERROR: ..."
+      if (auto e = text.find("==", b + 2); e != std::string::npos && e < nl) b = e + 2;
+    if (!in_report && starts(b)) in_report = true;
+    const bool summary = text.compare(b, 8, "SUMMARY:") == 0;
+    const bool hint = text.compare(b, 5, "HINT:") == 0 || text.compare(b, 13, "      (longjm") == 0;
+    if (((in_report && nl > b) || summary) && !hint) {
+      out.append(text, b, nl - b);
+      out += '\n';
+      ++kept;
+    }
+    if (summary) break;  // what follows (shadow bytes, their legend) says nothing more about the candidate
+    at = nl + 1;
+  }
+  while (!out.empty() && out.back() == '\n') out.pop_back();
+  return out;
+}
+
 struct report {
   status st = status::ok;
   std::string message;
@@ -297,6 +367,9 @@ class executor {
     double run_timeout = 10;             ///< seconds a call (and a load) may take
     std::uint64_t memory_allowance = 0;  ///< address space the candidate may add beyond its data (0: no limit)
     std::function<void()> heartbeat;     ///< called about once a second while waiting
+    /// A sanitized build: the runtimes to preload (LD_PRELOAD's colon-separated paths); its reports
+    /// are captured and make a failure a sanitizer_report. Empty: an ordinary build.
+    std::string sanitizer_runtimes;
   };
 
   explicit executor(options o) : opt_(std::move(o)) {}
@@ -343,10 +416,15 @@ class executor {
   [[nodiscard]] control& command_block() noexcept { return *ctl_; }
   [[nodiscard]] bool running() const noexcept { return pid_ > 0; }
 
-  /// One kb_kernel call on the tensors set in command_block(), and its time.
+  /// One kb_kernel call on the tensors set in command_block(), and its time. A sanitized build's
+  /// call that returned after a sanitizer reported (one that does not end the process) fails too.
   report call() {
     report r;
-    (void)run(command::call, r);
+    if (run(command::call, r) && report_ >= 0)
+      if (auto text = sanitizer_report(read_report()); !text.empty()) {
+        stop();
+        fail(r, status::sanitizer_report, std::move(text));
+      }
     return r;
   }
 
@@ -358,7 +436,7 @@ class executor {
       }
       pid_ = -1;
     }
-    for (int* fd : {&go_, &done_, &stat_fd_, &sched_fd_, &fd_})
+    for (int* fd : {&go_, &done_, &stat_fd_, &sched_fd_, &fd_, &report_})
       if (*fd >= 0) {
         ::close(*fd);
         *fd = -1;
@@ -404,6 +482,15 @@ class executor {
     r.message = std::move(why);
     return r;
   }
+  /// What a sanitized build's executor wrote on stderr so far (at most 1 MiB; nothing elsewhere).
+  [[nodiscard]] std::string read_report() const {
+    std::string text;
+    char buf[4096];
+    for (ssize_t n; report_ >= 0 && text.size() < (1U << 20) && (n = ::read(report_, buf, sizeof buf)) > 0;)
+      text.append(buf, static_cast<std::size_t>(n));
+    return text;
+  }
+
   [[nodiscard]] std::string bounded_message() const {
     return {ctl_->message, ::strnlen(ctl_->message, sizeof ctl_->message)};
   }
@@ -430,6 +517,27 @@ class executor {
     argv.reserve(args.size() + 1);
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
+    // A sanitized build's executor: the runtimes preloaded, their options, and stderr into a pipe
+    // that never blocks the writer (a report longer than the pipe is cut, not waited for).
+    std::vector<std::string> env_text;
+    int report[2] = {-1, -1};
+    if (!opt_.sanitizer_runtimes.empty()) {
+      if (::pipe2(report, O_CLOEXEC) != 0) {
+        for (int fd : {go[0], go[1], dn[0], dn[1]}) ::close(fd);
+        return fail(r, status::sandbox_failed, "pipe: " + errno_text());
+      }
+      ::fcntl(report[1], F_SETPIPE_SZ, 1 << 20);
+      ::fcntl(report[1], F_SETFL, O_NONBLOCK);
+      ::fcntl(report[0], F_SETFL, O_NONBLOCK);
+      env_text = sanitizer_environment(opt_.sanitizer_runtimes);
+    }
+    std::vector<char*> envp;
+    if (!env_text.empty()) {
+      for (char** e = environ; *e; ++e)
+        if (!is_sanitizer_variable(*e)) envp.push_back(*e);
+      for (auto& e : env_text) envp.push_back(e.data());
+      envp.push_back(nullptr);
+    }
     const pid_t pid = ::fork();
     if (pid == 0) {
       // Only async-signal-safe calls until exec: the worker has more than one thread.
@@ -437,15 +545,21 @@ class executor {
                 d1 = ::fcntl(dn[1], F_DUPFD_CLOEXEC, 16);
       if (m0 < 0 || g0 < 0 || d1 < 0 || ::dup2(m0, memory_fd) < 0 || ::dup2(g0, go_fd) < 0 || ::dup2(d1, done_fd) < 0)
         ::_exit(126);
+      if (report[1] >= 0 && ::dup2(report[1], 2) < 0) ::_exit(126);
       ::syscall(SYS_close_range, done_fd + 1, ~0U, 0);
       const rlimit none{0, 0};
       ::setrlimit(RLIMIT_FSIZE, &none);
       ::setrlimit(RLIMIT_CORE, &none);
-      ::execv(argv[0], argv.data());
+      if (envp.empty())
+        ::execv(argv[0], argv.data());
+      else
+        ::execve(argv[0], argv.data(), envp.data());
       ::_exit(127);
     }
     ::close(go[0]);
     ::close(dn[1]);
+    if (report[1] >= 0) ::close(report[1]);
+    report_ = report[0];
     go_ = go[1];
     done_ = dn[0];
     if (pid < 0) return fail(r, status::sandbox_failed, "fork: " + errno_text());
@@ -544,7 +658,8 @@ class executor {
     }
   }
 
-  /// The executor's end: why it died, from its exit status and what it left in the control block.
+  /// The executor's end: why it died, from a sanitizer's report, its exit status and what it left in
+  /// the control block.
   bool died(report& r) {
     int st = 0;
     while (::waitpid(pid_, &st, 0) < 0 && errno == EINTR) {
@@ -552,8 +667,11 @@ class executor {
     pid_ = -1;
     const status said = ctl_->result;
     const int nr = ctl_->syscall_nr;
+    const std::string sanitizer = sanitizer_report(read_report());
     stop();
-    if (WIFEXITED(st) && WEXITSTATUS(st) == forbidden_exit && said == status::forbidden_call)
+    if (!sanitizer.empty())
+      fail(r, status::sanitizer_report, sanitizer);
+    else if (WIFEXITED(st) && WEXITSTATUS(st) == forbidden_exit && said == status::forbidden_call)
       fail(r, status::forbidden_call,
            "forbidden system call " + host_sandbox::syscall_name(nr) +
                " (the host sandbox allows memory, the candidate's own threads, clocks and exit)");
@@ -724,6 +842,7 @@ class executor {
   options opt_;
   pid_t pid_ = -1;
   int fd_ = -1, go_ = -1, done_ = -1, stat_fd_ = -1, sched_fd_ = -1;
+  int report_ = -1;  ///< a sanitized build's executor: its stderr, where the runtimes report
   control* ctl_ = nullptr;
   std::byte* data_ = nullptr;
   std::uint64_t data_bytes_ = 0;

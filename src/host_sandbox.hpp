@@ -24,6 +24,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -405,6 +406,23 @@ class filter_builder {
     ret(SECCOMP_RET_TRAP);
     return end_rule(at);
   }
+  /// Allows `nr` when the low 32 bits of argument `arg` equal one of `values` or exceed `above`.
+  filter_builder& allow_if_arg_in_or_above(long nr, int arg, std::vector<std::uint32_t> const& values,
+                                           std::uint32_t above) {
+    const auto at = match(nr);
+    load(arg_low(arg));
+    const auto n = static_cast<std::uint8_t>(values.size());
+    for (std::uint8_t i = 0; i < n; ++i)  // equal: jump to the ALLOW after the last test
+      jump_eq(values[i], static_cast<std::uint8_t>(n - i + 1), 0);
+    emit(BPF_JMP | BPF_JGT | BPF_K, above, 1, 0);
+    ret(SECCOMP_RET_TRAP);
+    ret(SECCOMP_RET_ALLOW);
+    return end_rule(at);
+  }
+  /// Allows `nr` when the low 32 bits of argument `arg` exceed `above`.
+  filter_builder& allow_if_arg_above(long nr, int arg, std::uint32_t above) {
+    return allow_if_arg_in_or_above(nr, arg, {}, above);
+  }
   /// Allows `nr` when argument `arg` (all 64 bits) is zero: a null pointer.
   filter_builder& allow_if_arg_null(long nr, int arg) {
     const auto at = match(nr);
@@ -475,8 +493,29 @@ class filter_builder {
 /// `loading`: also what the dynamic loader needs to load a module (opening files read-only, where
 /// Landlock says which, reading, mapping and closing them). The load filter is installed first and
 /// stays; the run filter, installed after the module loaded, takes file access away again.
-inline filter_builder rules(int go_fd, int done_fd, pid_t pid, bool loading) {
+/// `report_fd` (>= 0, a sanitized build's executor): writing there too, where the sanitizer runtimes
+/// write their reports.
+inline filter_builder rules(int go_fd, int done_fd, pid_t pid, bool loading, int report_fd = -1) {
   filter_builder f;
+  if (report_fd >= 0) {
+    // The sanitizers' report code looks for files (the memory map, its own executable) to name the
+    // modules in a stack trace: it is told they cannot be opened, and prints addresses instead. The
+    // candidate ran under the ordinary filter before its sanitized build runs here.
+#ifdef SYS_open
+    f.fail(SYS_open, EACCES);
+#endif
+#ifdef SYS_readlink
+    f.fail(SYS_readlink, EACCES);
+#endif
+    f.fail(SYS_readlinkat, EACCES);
+    if (!loading) f.fail(SYS_openat, EACCES);
+    // ...and asks whether stderr is a terminal (for colours): it is not.
+    f.fail(SYS_ioctl, ENOTTY);
+    // AddressSanitizer probes whether memory is readable by writing it into a pipe of its own (as a
+    // thread starts): it may make pipes, write to descriptors above the channel's and close them.
+    f.allow(SYS_pipe2);
+    f.allow_if_arg_above(SYS_close, 0, static_cast<std::uint32_t>(std::max(done_fd, report_fd)));
+  }
   if (loading) {  // first: the first rule that names a call answers for it
     f.allow_if_arg_lacks(SYS_openat, 2, O_WRONLY | O_RDWR | O_CREAT | O_TRUNC | O_APPEND);
     // Installing the run filter afterwards.
@@ -533,7 +572,12 @@ inline filter_builder rules(int go_fd, int done_fd, pid_t pid, bool loading) {
   f.allow_if_arg_null(SYS_prlimit64, 2);
   // The channel: wait for "go" on one descriptor, say "done" on the other.
   f.allow_if_arg_eq(SYS_read, 0, static_cast<std::uint32_t>(go_fd));
-  f.allow_if_arg_eq(SYS_write, 0, static_cast<std::uint32_t>(done_fd));
+  if (report_fd >= 0)
+    f.allow_if_arg_in_or_above(SYS_write, 0,
+                               {static_cast<std::uint32_t>(done_fd), static_cast<std::uint32_t>(report_fd)},
+                               static_cast<std::uint32_t>(std::max(done_fd, report_fd)));
+  else
+    f.allow_if_arg_eq(SYS_write, 0, static_cast<std::uint32_t>(done_fd));
   return f;
 }
 

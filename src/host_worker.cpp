@@ -60,7 +60,7 @@ class host_worker {
         case hp::request::load: {
           const auto q = hp::decode_run(body);
           run_timeout_ = q.call_timeout;
-          (void)executor_for(q.module, q.memory_allowance, rep);
+          (void)executor_for(q.module, q.memory_allowance, q.sanitizer_runtimes, rep);
           break;
         }
         case hp::request::run:
@@ -103,7 +103,8 @@ class host_worker {
 
   /// The running executor of `module`, started (and loaded) if there is none; to make room the least
   /// recently used one is ended. Null, with the reason in `rep`, when it cannot start.
-  hx::executor* executor_for(std::string const& module, std::uint64_t memory_allowance, hp::reply& rep) {
+  hx::executor* executor_for(std::string const& module, std::uint64_t memory_allowance,
+                             std::string const& sanitizer_runtimes, hp::reply& rep) {
     for (auto it = live_.begin(); it != live_.end(); ++it)
       if (it->module == module && it->ex->running()) {
         live_.splice(live_.begin(), live_, it);  // most recently used first
@@ -118,6 +119,7 @@ class host_worker {
     o.readable = readable_for(module);
     o.run_timeout = run_timeout_;
     o.memory_allowance = memory_allowance;
+    o.sanitizer_runtimes = sanitizer_runtimes;
     o.heartbeat = [this] {
       if (ctx_) ctx_->heartbeat();
     };
@@ -189,7 +191,7 @@ class host_worker {
 
   void run(hp::run_request const& q, hp::reply& rep) {
     run_timeout_ = q.call_timeout;
-    auto* ex = executor_for(q.module, q.memory_allowance, rep);
+    auto* ex = executor_for(q.module, q.memory_allowance, q.sanitizer_runtimes, rep);
     if (!ex || !stage(*ex, q, q.inputs, q.outputs, rep)) return;
     ex->begin_request();  // one call: only the per-call checks apply
     double s = 0;
@@ -298,14 +300,14 @@ class host_worker {
     }
     if (!check_plan(q, rep)) return;
     ensure_flush_buffer(q.flush_bytes);
-    auto* a = executor_for(q.a.module, q.a.memory_allowance, rep);
+    auto* a = executor_for(q.a.module, q.a.memory_allowance, q.a.sanitizer_runtimes, rep);
     if (!a || !stage(*a, q.a, q.regions, q.a.outputs, rep)) return;
     hx::executor* b = nullptr;
     if (ab) {
       hp::run_request qb = q.a;
       qb.module = q.module_b;
       // a, used just now, is the most recently used executor: making room for b never ends it.
-      if (!(b = executor_for(q.module_b, q.a.memory_allowance, rep)) || !stage(*b, qb, q.regions, q.outputs_b, rep))
+      if (!(b = executor_for(q.module_b, q.a.memory_allowance, {}, rep)) || !stage(*b, qb, q.regions, q.outputs_b, rep))
         return;
     }
     ctx_->heartbeat();

@@ -1,8 +1,8 @@
 // cuda_sanitizer_gate: compute-sanitizer as a gate stage of the CUDA backend. It finds the tool,
 // runs every configured sanitizer tool at once on one candidate plan (kernelbrain-cuda-worker
 // --sanitize, under the worker's --exec supervision), reads each run with sanitizer_verdict, and
-// remembers verdicts per candidate and passes per template family (an instance of a family's
-// template is covered by the family's first pass). Where: kernelbrain/detail/, named after the
+// remembers verdicts per candidate and passes per template family (detail/sanitizer_memory.hpp: an
+// instance of a family's template is covered by the family's first pass). Where: kernelbrain/detail/, named after the
 // class it defines, because it is an internal part of one backend, not the body of a public header
 // (those are evaluate/impl/*.ipp); its bodies are inline here, and only evaluate/impl/cuda.ipp
 // includes it, so a separately compiled build still compiles them once.
@@ -26,6 +26,7 @@
 #include "kernelbrain/core/problem.hpp"
 #include "kernelbrain/core/verdict.hpp"
 #include "kernelbrain/detail/cuda_protocol.hpp"
+#include "kernelbrain/detail/sanitizer_memory.hpp"
 #include "kernelbrain/detail/worker_process.hpp"
 #include "kernelbrain/evaluate/cuda.hpp"
 #include "kernelbrain/generate/template_space.hpp"
@@ -64,10 +65,7 @@ class sanitizer_gate {
   /// shape in messages), unless remembered or covered by its family.
   verdict check(candidate const& c, cuda_protocol::run_request const& q, std::string const& where) {
     if (tool_.empty() || opt_.sanitizer_tools.empty()) return verdict::pass();
-    if (auto it = verdicts_.find(c.id.value); it != verdicts_.end()) return it->second;
-    const bool instance = template_instance(c);
-    if (instance && passed_families_.count(c.family)) return verdict::pass();
-    ++runs_;
+    if (auto v = memory_.known(c)) return *v;
     static std::atomic<std::uint64_t> serial{0};
     const auto request = (std::filesystem::path(dir_) /
                           ("sanitize-" + std::to_string(::getpid()) + "-" + std::to_string(serial++) + ".req"))
@@ -103,21 +101,14 @@ class sanitizer_gate {
               : verdict::reject(stage::infrastructure, "cannot start compute-sanitizer: " + r.output);
     }
     if (v.where == stage::sanitizer) v.detail = where + ": " + v.detail;
-    if (v && instance) passed_families_.insert(c.family);
-    if (v.where != stage::infrastructure) verdicts_.emplace(c.id.value, v);
+    memory_.record(c, v);
     return v;
   }
 
   [[nodiscard]] std::string const& tool() const noexcept { return tool_; }
-  [[nodiscard]] std::size_t runs() const noexcept { return runs_; }
+  [[nodiscard]] std::size_t runs() const noexcept { return memory_.runs(); }
 
  private:
-  /// Is `c` exactly its family's template at its parameters (so the family's sanitizer run covers it)?
-  [[nodiscard]] bool template_instance(candidate const& c) const {
-    auto const* h = find_hint(prob_, c.family);
-    return h && h->templ && substitute(h->templ->source, c.params) == c.source &&
-           substitute(h->templ->launch, c.params) == c.launch;
-  }
 
   problem const& prob_;
   cuda_options const& opt_;
@@ -126,9 +117,7 @@ class sanitizer_gate {
   std::vector<std::string> env_;                         ///< added to each tool run's environment
   std::string tool_;                                     ///< compute-sanitizer, or empty: the stage is off
   std::string dir_;                                      ///< where request files are written
-  std::set<std::string> passed_families_;                ///< families whose template instance passed
-  std::unordered_map<std::uint64_t, verdict> verdicts_;  ///< per candidate id
-  std::size_t runs_ = 0;                                 ///< candidates run under compute-sanitizer
+  sanitizer_memory memory_{prob_};  ///< which candidates run, and their verdicts
 };
 
 }  // namespace kernelbrain::detail::cuda

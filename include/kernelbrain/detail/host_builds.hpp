@@ -8,7 +8,10 @@
 #pragma once
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
+#include <filesystem>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -33,9 +36,28 @@ struct built {
 class host_builds {
  public:
   /// `opt` must outlive this object; `worker_exe` applies the compiler's limits (its --exec mode).
-  /// Probes the compiler: throws kernelbrain::error when it is unusable.
+  /// Probes the compiler: throws kernelbrain::error when it is unusable. With host_options::sanitize,
+  /// also asks it for its sanitizer runtimes (the sanitizer stage is off without them).
   host_builds(host_options const& opt, std::string const& worker_exe)
-      : opt_(opt), compiler_(compiler_options(opt, worker_exe)) {}
+      : opt_(opt), compiler_(compiler_options(opt, worker_exe)) {
+    if (!opt_.sanitize) return;
+    runtimes_ = find_sanitizer_runtimes(opt_.compiler);
+    if (runtimes_.empty()) return;
+    auto o = compiler_options(opt, worker_exe);
+    o.flags.insert(o.flags.end(), opt_.sanitizer_flags.begin(), opt_.sanitizer_flags.end());
+    sanitizing_.emplace(std::move(o));
+  }
+
+  /// The sanitizer runtimes to preload for a sanitized build (colon-separated); empty when the
+  /// sanitizer stage is off.
+  [[nodiscard]] std::string const& sanitizer_runtimes() const noexcept { return runtimes_; }
+
+  /// `source` compiled with the sanitizer flags (or found in the artifact cache); the stage must be on.
+  compile_result compile_sanitized(std::string const& source) {
+    auto r = sanitizing_->compile(source);
+    ++(r.cache_hit ? hits_ : compiles_);
+    return r;
+  }
 
   /// `source` compiled (or found in the artifact cache), counted as a compile or a cache hit.
   compile_result compile(std::string const& source) {
@@ -91,8 +113,26 @@ class host_builds {
   }
   static std::uint64_t source_key(std::string const& source) { return hasher{}.bytes(source).digest(); }
 
+  /// AddressSanitizer's and UndefinedBehaviorSanitizer's runtimes as `compiler` links them
+  /// (-print-file-name), colon-separated; empty when it has not both.
+  static std::string find_sanitizer_runtimes(std::string const& compiler) {
+    std::string joined;
+    for (char const* lib : {"libasan.so", "libubsan.so"}) {
+      const auto r = run_captured({compiler, std::string("-print-file-name=") + lib}, std::chrono::seconds(30));
+      std::string path = r.succeeded() ? r.output.substr(0, r.output.find('\n')) : std::string{};
+      std::error_code ec;
+      if (path.empty() || path.front() != '/' || !std::filesystem::exists(path, ec)) return {};
+      path = std::filesystem::canonical(path, ec).string();
+      if (ec) return {};
+      joined += (joined.empty() ? "" : ":") + path;
+    }
+    return joined;
+  }
+
   host_options const& opt_;
   host_compiler compiler_;
+  std::string runtimes_;                      ///< the sanitizer runtimes; empty: the stage is off
+  std::optional<host_compiler> sanitizing_;  ///< the compiler with the sanitizer flags
   std::atomic<std::size_t> compiles_{0}, hits_{0};   ///< counted where the compile runs (pool or inline)
   std::unordered_map<std::uint64_t, built> builds_;  ///< by candidate id
   /// Failed compiles are remembered (not cached on disk); passing ones are in the artifact cache.

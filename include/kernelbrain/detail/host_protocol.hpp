@@ -35,6 +35,7 @@ enum class status : std::uint32_t {
   timed_out,        ///< a call ran past run_timeout; the executor was killed
   timing_mismatch,  ///< the kernel's CPU accounting contradicts the end of a call: forged timing
   sandbox_failed,   ///< the executor could not be started or confined (not the candidate's fault)
+  sanitizer_report,  ///< a sanitized build's run ended in a sanitizer report (`message` quotes it)
 };
 
 /// A float32 buffer in the arena: byte offset and element count.
@@ -50,6 +51,9 @@ struct run_request {
   double call_timeout = 10;            ///< seconds one call (or the module's load) may take
   std::vector<tensor_ref> inputs, outputs;
   std::vector<std::int64_t> dims;
+  /// A sanitized build: the sanitizer runtimes its executor preloads (colon-separated paths, as
+  /// LD_PRELOAD takes them); empty for an ordinary build.
+  std::string sanitizer_runtimes;
 };
 
 /// Warm-up and timed calls. No two calls read the same inputs: the parent stages input *regions*
@@ -103,7 +107,7 @@ inline void put_run(wire_writer& w, run_request const& q) {
   w.str(q.module).put(q.arena_bytes).put(q.memory_allowance).put(q.call_timeout);
   put_refs(w, q.inputs);
   put_refs(w, q.outputs);
-  w.vec(q.dims);
+  w.vec(q.dims).str(q.sanitizer_runtimes);
 }
 inline run_request get_run(wire_reader& r) {
   run_request q;
@@ -115,6 +119,7 @@ inline run_request get_run(wire_reader& r) {
   q.inputs = get_refs(r);
   q.outputs = get_refs(r);
   q.dims = r.vec<std::int64_t>();
+  q.sanitizer_runtimes = r.str();
   return q;
 }
 }  // namespace detail

@@ -44,7 +44,10 @@ class correctness_trials {
   /// of them, one trial per adversarial case of each input (unless host_options::adversarial_inputs
   /// is off); the first failure is the verdict. Throws kernelbrain::error for a shape index out of
   /// range, reference_failure when the reference fails.
-  verdict run(std::string const& artifact, std::span<std::size_t const> shapes, int trials, std::uint64_t seed) {
+  /// `sanitizer_runtimes`: `artifact` is a sanitized build, run with these runtimes preloaded.
+  verdict run(std::string const& artifact, std::span<std::size_t const> shapes, int trials, std::uint64_t seed,
+              std::string const& sanitizer_runtimes = {}) {
+    runtimes_ = &sanitizer_runtimes;
     for (auto s : shapes) {
       if (s >= shapes_.size())
         throw error("host backend: shape index " + std::to_string(s) + " out of range: problem '" + prob_.name +
@@ -75,7 +78,8 @@ class correctness_trials {
     auto& arena = cand_.arena();
     cand_.admit({&artifact}, opt_.modules_per_worker);
     stage_arena(arena, sp.layout, rc.inputs, nan_poison);
-    const auto q = run_request_for(sp, artifact, opt_.candidate_memory);
+    auto q = run_request_for(sp, artifact, opt_.candidate_memory);
+    q.sanitizer_runtimes = *runtimes_;
     const std::string where = "at shape " + sp.label + ", " + label;
     std::vector<std::vector<float>> first;
     for (int run = 0; run < 2; ++run) {
@@ -97,6 +101,7 @@ class correctness_trials {
   std::vector<shape_plan> const& shapes_;
   reference_oracle& ref_;
   host_worker& cand_;
+  std::string const* runtimes_ = nullptr;  ///< of the run in progress
 };
 
 }  // namespace kernelbrain::detail::host

@@ -70,6 +70,8 @@ inline verdict judge_reply(problem const& p, host_protocol::reply const& rep, st
       return verdict::reject(stage::impossible, what + ": timing mismatch: " + rep.message);
     case hp::status::sandbox_failed:
       return verdict::reject(stage::infrastructure, what + ": the host sandbox failed: " + rep.message);
+    case hp::status::sanitizer_report:
+      return verdict::reject(stage::sanitizer, what + ": " + rep.message);
     case hp::status::bad_request:
       break;
   }

@@ -47,6 +47,15 @@ struct host_options {
   /// correctness shape, whenever it is checked: the smallest of tier "odd" (else the smallest of the
   /// correctness tiers). As cuda_options::adversarial_inputs.
   bool adversarial_inputs = true;
+  /// The sanitizer stage of the gate: the correctness trials of check() run again on a build with
+  /// AddressSanitizer and UndefinedBehaviorSanitizer (stack-use-after-return on), in the same sandbox,
+  /// for the first point of each template family and every candidate that is not a template instance;
+  /// any report rejects (stage::sanitizer) with its text. Off where the compiler has no sanitizer
+  /// runtimes (the fingerprint says which).
+  bool sanitize = true;
+  /// Added to `flags` for the sanitized build (a later -O wins over an earlier one).
+  std::vector<std::string> sanitizer_flags = {"-fsanitize=address,undefined", "-fno-sanitize-recover=all",
+                                              "-fno-omit-frame-pointer", "-O1"};
   std::size_t modules_per_worker = 64;  ///< a fresh worker after this many loaded candidates (bounds its memory)
   host_source_policy policy;            ///< the static source policy inspect() applies
   /// Test hook: called with the candidate worker's pid right after a timing request was sent.
@@ -83,6 +92,7 @@ class host_evaluator final : public evaluator {
   /// Timed calls (candidates' and the reference's) whose time was raised to what the kernel's CPU
   /// accounting says they took: a few under heavy load; many from a candidate that forges its times.
   [[nodiscard]] KERNELBRAIN_DECL std::size_t charged_calls() const;
+  [[nodiscard]] KERNELBRAIN_DECL std::size_t sanitizer_runs() const;  ///< candidates run by the sanitizer stage
   [[nodiscard]] KERNELBRAIN_DECL std::size_t compiles() const;  ///< sources compiled (cache misses), reference included
   [[nodiscard]] KERNELBRAIN_DECL std::size_t cache_hits() const;  ///< sources found in the artifact cache
   [[nodiscard]] KERNELBRAIN_DECL std::string cache_directory() const;

@@ -28,6 +28,7 @@
 #include "kernelbrain/detail/host_timing.hpp"
 #include "kernelbrain/detail/host_trials.hpp"
 #include "kernelbrain/detail/host_worker.hpp"
+#include "kernelbrain/detail/sanitizer_memory.hpp"
 #include "kernelbrain/detail/worker_process.hpp"
 #include "kernelbrain/evaluate/host.hpp"
 
@@ -112,6 +113,7 @@ struct host_evaluator::state {
   detail::host::reference_oracle ref;
   detail::host::correctness_trials trials;
   detail::host::shape_timer timer;
+  detail::sanitizer_memory sanitized{prob};  ///< which candidates the sanitizer stage ran, and its verdicts
   std::string fingerprint;
   mutable std::mutex mu;
   detail::host::host_builds builds;  ///< last: its compile threads stop before anything they use goes away
@@ -128,6 +130,42 @@ struct host_evaluator::state {
         builds(opt, worker_exe) {}
 
   [[nodiscard]] detail::host::watchdog limits() const { return {opt.run_timeout, flush_bytes}; }
+
+  /// The sanitizer stage: the same correctness trials on a build with the sanitizer flags, with the
+  /// runtimes preloaded in the candidate's executor, unless sanitizer_memory already knows `c`. Any
+  /// failure there is stage::sanitizer: a report (with its text), and also a crash or wrong output
+  /// of the sanitized build, which the ordinary build did not show (undefined behaviour, most likely).
+  verdict sanitize(candidate const& c, std::span<std::size_t const> shapes, int per_shape, std::uint64_t seed) {
+    if (builds.sanitizer_runtimes().empty()) return verdict::pass();
+    if (auto known = sanitized.known(c)) return *known;
+    auto v = [&] {
+      const auto built = builds.compile_sanitized(c.source);
+      if (!built.result)
+        return verdict::reject(stage::sanitizer, "the build with " + sanitizer_flags_text() +
+                                                     " failed: " + built.result.detail);
+      // Its own executor (a sanitized module is another artifact), started with the runtimes.
+      auto r = trials.run(built.artifact, shapes, per_shape, derive_seed(seed, "host-sanitize", 0),
+                          builds.sanitizer_runtimes());
+      // The report names the source by the compile's temporary file: call it what compile errors do.
+      for (std::size_t at; (at = r.detail.find(builds.compiler().directory() + "/tmp-")) != std::string::npos;) {
+        const auto end = r.detail.find(".cpp", at);
+        if (end == std::string::npos) break;
+        r.detail.replace(at, end + 4 - at, "candidate.cpp");
+      }
+      if (!r && r.where != stage::sanitizer && r.where != stage::infrastructure)
+        r = verdict::reject(stage::sanitizer, "under " + sanitizer_flags_text() + ", " + std::string(to_string(r.where)) +
+                                                  ": " + r.detail);
+      return r;
+    }();
+    sanitized.record(c, v);
+    return v;
+  }
+  [[nodiscard]] std::string sanitizer_flags_text() const {
+    std::string t;
+    for (auto const& f : opt.sanitizer_flags)
+      if (f.rfind("-fsanitize=", 0) == 0) t += (t.empty() ? "" : " ") + f;
+    return t.empty() ? "the sanitizer flags" : t;
+  }
 };
 
 // ---- host_evaluator -----------------------------------------------------------------------------------
@@ -143,7 +181,10 @@ host_evaluator::host_evaluator(problem const& p, host_options o) {
   s.ref.load(s.builds.compile(s.prob.reference_source));
   s.fingerprint = "host/v1; compiler: " + s.builds.compiler().version() +
                   "; flags: " + s.builds.compiler().flags_text() + "; cpu: " + detail::host::cpu_model() +
-                  "; gate: adversarial " + (s.opt.adversarial_inputs ? "on" : "off");
+                  "; gate: adversarial " + (s.opt.adversarial_inputs ? "on" : "off") + ", sanitizer " +
+                  (s.builds.sanitizer_runtimes().empty() ? std::string(s.opt.sanitize ? "off (no runtimes)" : "off")
+                                                         : "on") +
+                  "; timing: fresh windows";
 }
 
 host_evaluator::~host_evaluator() = default;
@@ -169,7 +210,8 @@ verdict host_evaluator::check(candidate const& c, std::span<std::size_t const> s
   auto const& b = s.builds.build(c, s.cand);
   if (!b.result) return b.result;
   try {
-    return s.trials.run(b.artifact, shapes, std::max(1, trials), seed);
+    if (auto v = s.trials.run(b.artifact, shapes, std::max(1, trials), seed); !v) return v;
+    return s.sanitize(c, shapes, std::max(1, trials), seed);
   } catch (detail::host::reference_failure const& e) {
     return verdict::reject(stage::infrastructure, e.what());
   }
@@ -260,6 +302,10 @@ std::size_t host_evaluator::worker_starts() const {
 std::size_t host_evaluator::charged_calls() const {
   std::lock_guard lk(s_->mu);
   return s_->charged;
+}
+std::size_t host_evaluator::sanitizer_runs() const {
+  std::lock_guard lk(s_->mu);
+  return s_->sanitized.runs();
 }
 std::size_t host_evaluator::compiles() const {
   std::lock_guard lk(s_->mu);
