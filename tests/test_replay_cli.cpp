@@ -3,7 +3,6 @@
 // `fidelity` on a committed recording, and `record` on the host backend: a sweep in two parts that
 // replays, and its usage errors.
 #include <doctest/doctest.h>
-#include <algorithm>
 
 #include <filesystem>
 #include <kernelbrain/io/recording.hpp>
@@ -54,9 +53,13 @@ TEST_CASE("fidelity on a recording: a table per shape and per rung") {
 TEST_CASE("record: a host sweep in two parts, replayed, and its usage errors") {
   const temp_dir dir("record");
   const auto file = (dir / "softmax.jsonl").string();
+  // Seed 2's first two points are one-thread kernels about 1.4x apart (threaded-rows THREADS=1, EXP 0
+  // and 1): other work on the machine slows both alike, so the replay below finds the same best on
+  // a busy machine. (Seed 1's first point runs two threads: on two busy cores its samples could
+  // land on either side of the other point's, and the replayed best then depended on the load.)
   auto part = [&](char const* points) {
-    return run_cli({"record", "softmax", "--backend", "host", "--points", points, "--samples", "3", "--warmup", "0",
-                    "--baseline-repeats", "1", "--out", file},
+    return run_cli({"record", "softmax", "--backend", "host", "--points", points, "--seed", "2", "--samples", "5",
+                    "--warmup", "0", "--baseline-repeats", "1", "--out", file},
                    dir);
   };
   const auto first = part("1");
@@ -74,27 +77,28 @@ TEST_CASE("record: a host sweep in two parts, replayed, and its usage errors") {
   for (auto const& p : rec.points) {
     CHECK(p.gate.passed());
     CHECK_FALSE(p.shapes.empty());
-    // A shape refused at measurement is recorded with its verdict and no samples; on a loaded machine a
-    // host timing can be refused (seen in CI with another build running), which is not what this tests.
+    // Every shape measured: a host timing refuses no honest kernel, also on a busy machine (a call whose
+    // CPU accounting says it took longer is charged that, not refused).
     for (auto const& s : p.shapes) {
       INFO("shape " << s.shape << ": " << s.result.detail);
-      CHECK(s.samples.size() == (s.result.passed() ? 3U : 0U));
+      CHECK(s.result.passed());
+      CHECK(s.samples.size() == 5U);
     }
-    CHECK(std::any_of(p.shapes.begin(), p.shapes.end(), [](auto const& s) { return s.samples.size() == 3; }));
   }
   // Replayed: both points are the space, the best of them is found.
   const auto ab = run_cli(
       {"ablate", file, "--backend", "replay", "--strategies", "exhaustive", "--seeds", "1", "--budget", "10evals"},
       dir);
   INFO(ab.err);
+  INFO(ab.out);
   CHECK(ab.exit_code == 0);
   CHECK(contains(ab.out, "| softmax | exhaustive | 1.000, 1.000 | 1/1 |"));
 
   // Another seed is another sample: not a continuation of this file.
   const auto other = run_cli(
-      {"record", "softmax", "--backend", "host", "--seed", "2", "--samples", "3", "--warmup", "0", "--out", file}, dir);
+      {"record", "softmax", "--backend", "host", "--seed", "3", "--samples", "5", "--warmup", "0", "--out", file}, dir);
   CHECK(other.exit_code == 2);
-  CHECK(contains(other.err, "--seed 1"));
+  CHECK(contains(other.err, "--seed 2"));
   const auto gz = run_cli({"record", "softmax", "--backend", "host", "--out", file + ".gz"}, dir);
   CHECK(gz.exit_code == 2);
   CHECK(contains(gz.err, "gzip the file afterwards"));
