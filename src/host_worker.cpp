@@ -322,7 +322,8 @@ class host_worker {
         auto& ex = second ? *b : *a;
         auto const& outs = second ? q.outputs_b : q.a.outputs;
         // This call's inputs: its own place in the regions (other values at other addresses).
-        const std::size_t first = (static_cast<std::size_t>(i) * static_cast<std::size_t>(sides) + (second ? 1 : 0)) * n;
+        const std::size_t first =
+            (static_cast<std::size_t>(i) * static_cast<std::size_t>(sides) + (second ? 1 : 0)) * n;
         for (std::size_t t = 0; t < n; ++t) ex.command_block().spec.inputs[t] = q.reads[first + t];
         flush();
         poison(ex.data(), outs, q.poison_bits);

@@ -52,8 +52,7 @@ extern "C" void kb_kernel(const kb_args* a) {
 candidate instance(problem const& p, std::int64_t u) {
   parameters params;
   params.set("U", u);
-  return make_candidate("partial-sums", params, "test", std::nullopt,
-                        substitute(p.catalogue[0].templ->source, params));
+  return make_candidate("partial-sums", params, "test", std::nullopt, substitute(p.catalogue[0].templ->source, params));
 }
 
 host_options options() {

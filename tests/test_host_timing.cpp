@@ -297,7 +297,7 @@ TEST_CASE("host timing: the plan gives every call its own window, and near-copie
       for (std::size_t k = 0; k < p.inputs.size(); ++k) {
         std::set<std::pair<std::size_t, std::size_t>> places;
         for (int call = 0; call < t.calls; ++call) {
-          auto const& r = t.reads[static_cast<std::size_t>(call * 2 + side)][k];
+          auto const& r = t.reads[t.at(call, side)][k];
           CHECK(r.start % window_step == 0);
           CHECK(r.start + sp.in_counts[k] <= (r.region == 0 ? t.fields[k].size() : sp.in_counts[k]));
           CHECK(places.insert({r.region, r.start}).second);
@@ -308,7 +308,7 @@ TEST_CASE("host timing: the plan gives every call its own window, and near-copie
     const auto base = t.inputs_of(sp, t.checked - 2, 0);
     for (int c = 1; c <= 2; ++c) {
       const auto near = t.inputs_of(sp, t.checked - 2 + c, 0);
-      REQUIRE(t.reads[static_cast<std::size_t>((t.checked - 2 + c) * 2)][0].region == static_cast<std::size_t>(c));
+      REQUIRE(t.reads[t.at(t.checked - 2 + c, 0)][0].region == static_cast<std::size_t>(c));
       for (std::size_t k = 0; k < near.size(); ++k) {
         std::size_t differ = 0;
         for (std::size_t i = 0; i < near[k].size(); ++i)

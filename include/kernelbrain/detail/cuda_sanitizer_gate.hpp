@@ -109,14 +109,13 @@ class sanitizer_gate {
   [[nodiscard]] std::size_t runs() const noexcept { return memory_.runs(); }
 
  private:
-
   problem const& prob_;
   cuda_options const& opt_;
   std::string const& worker_exe_;
   double* spent_;
-  std::vector<std::string> env_;                         ///< added to each tool run's environment
-  std::string tool_;                                     ///< compute-sanitizer, or empty: the stage is off
-  std::string dir_;                                      ///< where request files are written
+  std::vector<std::string> env_;    ///< added to each tool run's environment
+  std::string tool_;                ///< compute-sanitizer, or empty: the stage is off
+  std::string dir_;                 ///< where request files are written
   sanitizer_memory memory_{prob_};  ///< which candidates run, and their verdicts
 };
 

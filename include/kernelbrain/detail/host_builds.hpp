@@ -131,8 +131,8 @@ class host_builds {
 
   host_options const& opt_;
   host_compiler compiler_;
-  std::string runtimes_;                      ///< the sanitizer runtimes; empty: the stage is off
-  std::optional<host_compiler> sanitizing_;  ///< the compiler with the sanitizer flags
+  std::string runtimes_;                             ///< the sanitizer runtimes; empty: the stage is off
+  std::optional<host_compiler> sanitizing_;          ///< the compiler with the sanitizer flags
   std::atomic<std::size_t> compiles_{0}, hits_{0};   ///< counted where the compile runs (pool or inline)
   std::unordered_map<std::uint64_t, built> builds_;  ///< by candidate id
   /// Failed compiles are remembered (not cached on disk); passing ones are in the artifact cache.

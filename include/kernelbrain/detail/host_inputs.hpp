@@ -73,10 +73,15 @@ struct timing_inputs {
   int sides = 1, calls = 0;
   int checked = -1;  ///< the call besides the last whose outputs are checked; -1: none
 
+  /// The index in `reads` of call `call` of side `side`.
+  [[nodiscard]] std::size_t at(int call, int side) const noexcept {
+    return static_cast<std::size_t>(call) * static_cast<std::size_t>(sides) + static_cast<std::size_t>(side);
+  }
+
   /// The values call `call` of side `side` (0: the module timed, 1: the interleaved one) reads.
   [[nodiscard]] std::vector<std::vector<float>> inputs_of(shape_plan const& s, int call, int side) const {
     std::vector<std::vector<float>> out;
-    auto const& r = reads[static_cast<std::size_t>(call * sides + side)];
+    auto const& r = reads[at(call, side)];
     for (std::size_t k = 0; k < r.size(); ++k) {
       auto const& from = r[k].region == 0 ? fields[k] : copies[(r[k].region - 1) * fields.size() + k];
       auto const b = from.begin() + static_cast<std::ptrdiff_t>(r[k].start);
@@ -119,7 +124,7 @@ inline timing_inputs plan_timing_inputs(problem const& p, shape_plan const& s, s
     for (std::size_t i = 0; i < deck.size(); ++i) deck[i] = i;
     for (std::size_t i = deck.size() - 1; i > 0; --i) std::swap(deck[i], deck[pick.below(i + 1)]);
   };
-  t.reads.assign(static_cast<std::size_t>(t.calls * sides), std::vector<timing_inputs::place>(n));
+  t.reads.assign(t.at(t.calls, 0), std::vector<timing_inputs::place>(n));
   for (std::size_t k = 0; k < n; ++k)
     for (int side = 0; side < sides; ++side) {
       std::size_t dealt = deck.size();
@@ -128,19 +133,19 @@ inline timing_inputs plan_timing_inputs(problem const& p, shape_plan const& s, s
           shuffle();
           dealt = 0;
         }
-        t.reads[static_cast<std::size_t>(call * sides + side)][k] = {0, deck[dealt++] * window_step};
+        t.reads[t.at(call, side)][k] = {0, deck[dealt++] * window_step};
       }
     }
   // The checked call: timed, not the last, with near_copies calls before it reading near-copies of
   // an earlier window when there is room; else any timed call but the last, reading its own window.
   const int lo = std::max(warmup, static_cast<int>(near_copies)), hi = t.calls - 2;
   if (probe && lo <= hi) {
-    t.checked = lo + static_cast<int>(pick.below(static_cast<std::uint64_t>(hi - lo + 1)));
+    t.checked = lo + static_cast<int>(pick.below(static_cast<std::uint64_t>(hi) - static_cast<std::uint64_t>(lo) + 1));
     const int base = t.checked - static_cast<int>(near_copies);
     for (std::size_t c = 0; c < near_copies; ++c) {
       const int call = base + 1 + static_cast<int>(c);
       for (std::size_t k = 0; k < n; ++k) {
-        const std::size_t start = t.reads[static_cast<std::size_t>(base * sides)][k].start;
+        const std::size_t start = t.reads[t.at(base, 0)][k].start;
         auto const b = t.fields[k].begin() + static_cast<std::ptrdiff_t>(start);
         std::vector<float> v(b, b + static_cast<std::ptrdiff_t>(s.in_counts[k]));
         // A few elements redrawn (one in 4096, at least one), each by at least 0.25: a sample of a
@@ -154,11 +159,12 @@ inline timing_inputs plan_timing_inputs(problem const& p, shape_plan const& s, s
           x = y != x ? y : std::nextafter(x, std::numeric_limits<float>::infinity());
         }
         t.copies.push_back(std::move(v));
-        t.reads[static_cast<std::size_t>(call * sides)][k] = {1 + c, 0};
+        t.reads[t.at(call, 0)][k] = {1 + c, 0};
       }
     }
   } else if (probe && warmup <= hi) {
-    t.checked = warmup + static_cast<int>(pick.below(static_cast<std::uint64_t>(hi - warmup + 1)));
+    t.checked =
+        warmup + static_cast<int>(pick.below(static_cast<std::uint64_t>(hi) - static_cast<std::uint64_t>(warmup) + 1));
   }
   return t;
 }
@@ -169,7 +175,8 @@ inline void stage_timing(shared_arena& arena, layout const& l, timing_inputs con
   arena.ensure(l.bytes);
   fill_gaps(arena, l);
   write_inputs(arena, l.fields, t.fields);
-  write_inputs(arena, std::vector<slot>(l.copies.begin(), l.copies.begin() + static_cast<std::ptrdiff_t>(t.copies.size())),
+  write_inputs(arena,
+               std::vector<slot>(l.copies.begin(), l.copies.begin() + static_cast<std::ptrdiff_t>(t.copies.size())),
                t.copies);
   poison_outputs(arena, l, poison);
 }

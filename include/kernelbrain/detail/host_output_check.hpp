@@ -1,10 +1,10 @@
 // host_output_check: what the parent of the host backend checks in the arena after a candidate ran,
 // against the reference it trusts: nothing written outside the candidate's buffers (the canaries),
 // the inputs untouched, every output element written, finite and within the tolerance; and that two
-// runs on the same inputs agree. host_timing.hpp puts the same pieces together for a timing request. Where: kernelbrain/detail/, named after its job, because it is an
-// internal part of one backend, not the body of a public header (those are evaluate/impl/*.ipp);
-// its bodies are inline here, and only evaluate/impl/host.ipp and the other host_* parts include
-// it, so a separately compiled build still compiles them once.
+// runs on the same inputs agree. host_timing.hpp puts the same pieces together for a timing request. Where:
+// kernelbrain/detail/, named after its job, because it is an internal part of one backend, not the body of a public
+// header (those are evaluate/impl/*.ipp); its bodies are inline here, and only evaluate/impl/host.ipp and the other
+// host_* parts include it, so a separately compiled build still compiles them once.
 #pragma once
 #include <algorithm>
 #include <cmath>
@@ -58,8 +58,8 @@ inline verdict check_unchanged(std::vector<slot> const& slots, shared_arena cons
     std::size_t i = 0;
     while (i < values[k].size() && bits_of(in[i]) == bits_of(values[k][i])) ++i;
     return verdict::reject(stage::correctness, "wrote its " + slots[k].name + " " + when + " (element " +
-                                                   std::to_string(i) + " changed from " + num(values[k][i]) +
-                                                   " to " + num(in[i]) + "): inputs are read-only");
+                                                   std::to_string(i) + " changed from " + num(values[k][i]) + " to " +
+                                                   num(in[i]) + "): inputs are read-only");
   }
   return verdict::pass();
 }

@@ -23,18 +23,18 @@ enum class request : std::uint32_t {
 
 enum class status : std::uint32_t {
   ok,
-  load_failed,      ///< dlopen refused the module
-  missing_entry,    ///< no extern "C" kb_kernel
-  bad_alloc,        ///< std::bad_alloc escaped kb_kernel (the worker's address-space limit)
-  threw,            ///< another exception escaped kb_kernel
-  stray_threads,    ///< threads still running after kb_kernel returned
-  unwritten,        ///< a timed call left poison in an output (`index` names which)
-  bad_request,      ///< the request made no sense (a parent bug)
-  forbidden_call,   ///< the candidate made a system call the sandbox does not allow (`message` names it)
-  crashed,          ///< the candidate's executor died (a signal, or an exit in the middle of a call)
-  timed_out,        ///< a call ran past run_timeout; the executor was killed
-  timing_mismatch,  ///< the kernel's CPU accounting contradicts the end of a call: forged timing
-  sandbox_failed,   ///< the executor could not be started or confined (not the candidate's fault)
+  load_failed,       ///< dlopen refused the module
+  missing_entry,     ///< no extern "C" kb_kernel
+  bad_alloc,         ///< std::bad_alloc escaped kb_kernel (the worker's address-space limit)
+  threw,             ///< another exception escaped kb_kernel
+  stray_threads,     ///< threads still running after kb_kernel returned
+  unwritten,         ///< a timed call left poison in an output (`index` names which)
+  bad_request,       ///< the request made no sense (a parent bug)
+  forbidden_call,    ///< the candidate made a system call the sandbox does not allow (`message` names it)
+  crashed,           ///< the candidate's executor died (a signal, or an exit in the middle of a call)
+  timed_out,         ///< a call ran past run_timeout; the executor was killed
+  timing_mismatch,   ///< the kernel's CPU accounting contradicts the end of a call: forged timing
+  sandbox_failed,    ///< the executor could not be started or confined (not the candidate's fault)
   sanitizer_report,  ///< a sanitized build's run ended in a sanitizer report (`message` quotes it)
 };
 
@@ -67,7 +67,7 @@ struct time_request {
   /// Arena offset of each input of each call: index (call * sides + side) * inputs + input, side 0 for
   /// `a`, 1 for `module_b`. Each read must lie inside one region.
   std::vector<std::uint64_t> reads;
-  std::int32_t checked_call = -1;          ///< a's outputs after this call are copied to checked_outputs
+  std::int32_t checked_call = -1;           ///< a's outputs after this call are copied to checked_outputs
   std::vector<tensor_ref> checked_outputs;  ///< as many as a.outputs
   std::int32_t warmup = 1;
   std::int32_t samples = 5;

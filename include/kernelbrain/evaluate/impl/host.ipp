@@ -141,8 +141,8 @@ struct host_evaluator::state {
     auto v = [&] {
       const auto built = builds.compile_sanitized(c.source);
       if (!built.result)
-        return verdict::reject(stage::sanitizer, "the build with " + sanitizer_flags_text() +
-                                                     " failed: " + built.result.detail);
+        return verdict::reject(stage::sanitizer,
+                               "the build with " + sanitizer_flags_text() + " failed: " + built.result.detail);
       // Its own executor (a sanitized module is another artifact), started with the runtimes.
       auto r = trials.run(built.artifact, shapes, per_shape, derive_seed(seed, "host-sanitize", 0),
                           builds.sanitizer_runtimes());
@@ -153,8 +153,8 @@ struct host_evaluator::state {
         r.detail.replace(at, end + 4 - at, "candidate.cpp");
       }
       if (!r && r.where != stage::sanitizer && r.where != stage::infrastructure)
-        r = verdict::reject(stage::sanitizer, "under " + sanitizer_flags_text() + ", " + std::string(to_string(r.where)) +
-                                                  ": " + r.detail);
+        r = verdict::reject(stage::sanitizer, "under " + sanitizer_flags_text() + ", " +
+                                                  std::string(to_string(r.where)) + ": " + r.detail);
       return r;
     }();
     sanitized.record(c, v);
@@ -179,12 +179,12 @@ host_evaluator::host_evaluator(problem const& p, host_options o) {
   if (s.opt.baseline_samples < 1) throw error("host_options: baseline_samples must be at least 1");
   s.shapes = detail::host::plan_shapes(s.prob);
   s.ref.load(s.builds.compile(s.prob.reference_source));
-  s.fingerprint = "host/v1; compiler: " + s.builds.compiler().version() +
-                  "; flags: " + s.builds.compiler().flags_text() + "; cpu: " + detail::host::cpu_model() +
-                  "; gate: adversarial " + (s.opt.adversarial_inputs ? "on" : "off") + ", sanitizer " +
-                  (s.builds.sanitizer_runtimes().empty() ? std::string(s.opt.sanitize ? "off (no runtimes)" : "off")
-                                                         : "on") +
-                  "; timing: fresh windows";
+  s.fingerprint =
+      "host/v1; compiler: " + s.builds.compiler().version() + "; flags: " + s.builds.compiler().flags_text() +
+      "; cpu: " + detail::host::cpu_model() + "; gate: adversarial " + (s.opt.adversarial_inputs ? "on" : "off") +
+      ", sanitizer " +
+      (s.builds.sanitizer_runtimes().empty() ? std::string(s.opt.sanitize ? "off (no runtimes)" : "off") : "on") +
+      "; timing: fresh windows";
 }
 
 host_evaluator::~host_evaluator() = default;
