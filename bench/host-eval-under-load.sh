@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The catalogue kernels of the three host problems while every core is busy compiling (issue 24: a
 # timing check that an honest kernel can fail is a bug):
-#   1. `kernelbrain record` of every admitted catalogue point of softmax, rmsnorm and matvec: the gate
+#   1. `kernelbrain record` of every admitted catalogue point of softmax, rmsnorm and matvec (POINTS=N:
+#      the first N of the record's seeded sample of each space): the gate
 #      (with the sanitizer stage for each family's first point) and every shape timed (3 samples after
 #      a warm-up, the calls checked as a rung's are); every refusal is counted;
 #   2. `kernelbrain eval` (the confirm rung: 30 samples at every timed shape) REPEATS times each of
@@ -36,7 +37,7 @@ sleep 2
 if [ "${RECORD:-1}" = 1 ]; then
   for prob in softmax rmsnorm matvec; do
     rm -f "$out/record-$prob.jsonl"
-    "$cli" record "$prob" --backend host --samples 3 --warmup 1 --out "$out/record-$prob.jsonl" \
+    "$cli" record "$prob" --backend host --samples 3 --warmup 1 ${POINTS:+--points "$POINTS"} --out "$out/record-$prob.jsonl" \
       >"$out/record-$prob.log" 2>&1 || echo "record $prob exited $?" >>"$out/record-$prob.log"
     tail -1 "$out/record-$prob.log"
   done

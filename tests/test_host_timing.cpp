@@ -54,6 +54,38 @@ candidate from_source(std::string source) {
   return make_candidate("timing-test", {}, "test", std::nullopt, std::move(source));
 }
 
+/// A scale_rows candidate: `head` (includes and globals), then kb_kernel with the tensors unpacked,
+/// `before` (may return early), the computation (with `element` as y's element, over x, w, r, c, C),
+/// and `after`.
+std::string scale_rows_kernel(std::string const& head, std::string const& before, std::string const& after,
+                              std::string const& element = "x[r * C + c] * w[c]") {
+  return head + R"(
+#include "kernelbrain/evaluate/host_abi.h"
+extern "C" void kb_kernel(const kb_args* a) {
+  const float* x = a->inputs[0];
+  const float* w = a->inputs[1];
+  float* y = a->outputs[0];
+  float* s = a->outputs[1];
+  const long long R = a->dims[0], C = a->dims[1];
+)" + before +
+         R"(
+  for (long long r = 0; r < R; ++r) {
+    double acc = 0;
+    for (long long c = 0; c < C; ++c) {
+      y[r * C + c] = )" +
+         element + R"(;
+      acc += y[r * C + c];
+    }
+    s[r] = static_cast<float>(acc);
+  }
+)" + after +
+         "}\n";
+}
+
+/// Counts the calls in a row at one shape (`calls`), for kernels that change behaviour with it.
+constexpr char const* count_calls_head = "static long long last_n = -1;\nstatic int calls = 0;\n";
+constexpr char const* count_calls = "  calls = R * C == last_n ? calls + 1 : 1;\n  last_n = R * C;\n";
+
 /// Timed at scale_rows' medium shape (64 x 1000): 1 warm-up and `samples` timed calls, one trial.
 rung medium_rung(int samples) {
   rung r;
@@ -91,40 +123,22 @@ TEST_CASE("host timing: a correct cache keyed on the whole input never hits, so 
   // It compares every input value with the last call's and replays only an exact repeat: right
   // answers, and before issue 24 a replay on every timed call. Timed against the same kernel without
   // the cache (interleaved A/B, which is robust to load), it may not come out faster.
-  const std::string kernel = R"(
-#include <cstring>
-#include <vector>
-#include "kernelbrain/evaluate/host_abi.h"
-static std::vector<float> last_x, last_w, last_y, last_s;
-extern "C" void kb_kernel(const kb_args* a) {
-  const float* x = a->inputs[0];
-  const float* w = a->inputs[1];
-  float* y = a->outputs[0];
-  float* s = a->outputs[1];
-  const long long R = a->dims[0], C = a->dims[1];
-  if (CACHE && last_x.size() == static_cast<std::size_t>(R * C) && last_w.size() == static_cast<std::size_t>(C) &&
+  const std::string kernel = scale_rows_kernel(
+      "#include <cstring>\n#include <vector>\nstatic std::vector<float> last_x, last_w, last_y, last_s;\n",
+      R"(  if (CACHE && last_x.size() == static_cast<std::size_t>(R * C) && last_w.size() == static_cast<std::size_t>(C) &&
       std::memcmp(last_x.data(), x, R * C * 4) == 0 && std::memcmp(last_w.data(), w, C * 4) == 0) {
     std::memcpy(y, last_y.data(), R * C * 4);
     std::memcpy(s, last_s.data(), R * 4);
     return;
-  }
-  for (long long r = 0; r < R; ++r) {
-    double acc = 0;
-    for (long long c = 0; c < C; ++c) {
-      // A slow loop (a division per element): the work a replay would skip is most of the call.
-      y[r * C + c] = x[r * C + c] * w[c] / (1.0f + 0.0f * x[r * C + c]);
-      acc += y[r * C + c];
-    }
-    s[r] = static_cast<float>(acc);
-  }
-  if (CACHE) {
+  })",
+      R"(  if (CACHE) {
     last_x.assign(x, x + R * C);
     last_w.assign(w, w + C);
     last_y.assign(y, y + R * C);
     last_s.assign(s, s + R);
-  }
-}
-)";
+  })",
+      // A slow loop (a division per element): the work a replay would skip is most of the call.
+      "x[r * C + c] * w[c] / (1.0f + 0.0f * x[r * C + c])");
   const auto p = kb_corpus::scale_rows();
   host_evaluator ev(p, timing_options());
   const auto cached = from_source("#define CACHE 1\n" + kernel), plain = from_source("#define CACHE 0\n" + kernel);
@@ -143,38 +157,14 @@ extern "C" void kb_kernel(const kb_args* a) {
 TEST_CASE("host timing: a kernel that guesses by counting calls is caught at a checked call") {
   // Computes its first 6 calls at a shape, then replays the 6th answer: the correctness trials make
   // fewer calls in a row, timing more, and the checked calls see the stale answer.
-  const std::string counting = R"(
-#include <cstring>
-#include <vector>
-#include "kernelbrain/evaluate/host_abi.h"
-static long long last_n = -1;
-static int calls = 0;
-static std::vector<float> y6, s6;
-extern "C" void kb_kernel(const kb_args* a) {
-  const float* x = a->inputs[0];
-  const float* w = a->inputs[1];
-  float* y = a->outputs[0];
-  float* s = a->outputs[1];
-  const long long R = a->dims[0], C = a->dims[1];
-  calls = R * C == last_n ? calls + 1 : 1;
-  last_n = R * C;
-  if (calls > 6) {
+  const std::string counting = scale_rows_kernel(
+      std::string("#include <cstring>\n#include <vector>\nstatic std::vector<float> y6, s6;\n") + count_calls_head,
+      std::string(count_calls) + R"(  if (calls > 6) {
     std::memcpy(y, y6.data(), R * C * 4);
     std::memcpy(s, s6.data(), R * 4);
     return;
-  }
-  for (long long r = 0; r < R; ++r) {
-    double acc = 0;
-    for (long long c = 0; c < C; ++c) {
-      y[r * C + c] = x[r * C + c] * w[c];
-      acc += y[r * C + c];
-    }
-    s[r] = static_cast<float>(acc);
-  }
-  y6.assign(y, y + R * C);
-  s6.assign(s, s + R);
-}
-)";
+  })",
+      "  y6.assign(y, y + R * C);\n  s6.assign(s, s + R);\n");
   const auto p = kb_corpus::scale_rows();
   host_evaluator ev(p, timing_options());
   const auto m = ev.measure(from_source(counting), medium_rung(10), {9, nullptr});
@@ -187,29 +177,8 @@ extern "C" void kb_kernel(const kb_args* a) {
 TEST_CASE("host timing: an input written during timing is caught, also on a call that is not checked") {
   // Honest in every correctness trial (they make at most a few calls in a row) and on every output;
   // from the 4th call in a row it also scribbles on an element of its input window.
-  const std::string writes_late = R"(
-#include "kernelbrain/evaluate/host_abi.h"
-static long long last_n = -1;
-static int calls = 0;
-extern "C" void kb_kernel(const kb_args* a) {
-  const float* x = a->inputs[0];
-  const float* w = a->inputs[1];
-  float* y = a->outputs[0];
-  float* s = a->outputs[1];
-  const long long R = a->dims[0], C = a->dims[1];
-  calls = R * C == last_n ? calls + 1 : 1;
-  last_n = R * C;
-  for (long long r = 0; r < R; ++r) {
-    double acc = 0;
-    for (long long c = 0; c < C; ++c) {
-      y[r * C + c] = x[r * C + c] * w[c];
-      acc += y[r * C + c];
-    }
-    s[r] = static_cast<float>(acc);
-  }
-  if (calls == 4) const_cast<float*>(x)[R * C - 1] = 123.0f;
-}
-)";
+  const std::string writes_late = scale_rows_kernel(count_calls_head, count_calls,
+                                                    "  if (calls == 4) const_cast<float*>(x)[R * C - 1] = 123.0f;\n");
   const auto p = kb_corpus::scale_rows();
   host_evaluator ev(p, timing_options());
   const auto m = ev.measure(from_source(writes_late), medium_rung(10), {4, nullptr});
@@ -224,32 +193,20 @@ TEST_CASE("host timing: a candidate that forges its reported time is charged wha
   // mmap) and, from a thread, moves the reported start to 1 us before the reported end once the
   // executor has written them; meanwhile its main thread burns 20 ms of CPU. Its samples must still
   // be about 20 ms: the kernel's count of the main thread's CPU time is a lower bound on each call.
-  const std::string forger = R"(
+  const std::string forger =
+      scale_rows_kernel(R"(
 #include <sys/mman.h>
 #include <time.h>
 #include <thread>
-#include "kernelbrain/evaluate/host_abi.h"
 static double thread_cpu() {
   timespec ts{};
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
   return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
-extern "C" void kb_kernel(const kb_args* a) {
-  static char* ctl = static_cast<char*>(mmap(nullptr, 8192, PROT_READ | PROT_WRITE, MAP_SHARED, 3, 0));
-  const float* x = a->inputs[0];
-  const float* w = a->inputs[1];
-  float* y = a->outputs[0];
-  float* s = a->outputs[1];
-  const long long R = a->dims[0], C = a->dims[1];
-  for (long long r = 0; r < R; ++r) {
-    double acc = 0;
-    for (long long c = 0; c < C; ++c) {
-      y[r * C + c] = x[r * C + c] * w[c];
-      acc += y[r * C + c];
-    }
-    s[r] = static_cast<float>(acc);
-  }
-  if (ctl == MAP_FAILED) return;
+)",
+                        "  static char* ctl = static_cast<char*>(mmap(nullptr, 8192, PROT_READ | "
+                        "PROT_WRITE, MAP_SHARED, 3, 0));\n",
+                        R"(  if (ctl == MAP_FAILED) return;
   std::thread([] {
     auto* start = reinterpret_cast<volatile long long*>(ctl + START_AT);
     auto* end = reinterpret_cast<volatile long long*>(ctl + END_AT);
@@ -260,8 +217,7 @@ extern "C" void kb_kernel(const kb_args* a) {
   const double t0 = thread_cpu();
   while (thread_cpu() - t0 < 0.020) {
   }
-}
-)";
+)");
   namespace hx = kernelbrain::host_exec;
   const std::string offsets = "#define START_AT " + std::to_string(offsetof(hx::control, call_start_ns)) +
                               "\n#define END_AT " + std::to_string(offsetof(hx::control, call_end_ns)) + "\n";

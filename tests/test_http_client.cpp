@@ -64,7 +64,7 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
 
 std::string check_message(model_client& c) {
   try {
-    c.check();
+    c.check(ask("Write a kernel."));
   } catch (kernelbrain::error const& e) {
     return e.what();
   }
@@ -381,7 +381,9 @@ TEST_CASE("http_client: an unknown model (404) fails at once, at check() too") {
   const auto reply = client->complete(ask("x"));
   CHECK(reply.status == call_status::failed);
   CHECK(reply.attempts == 1);
-  CHECK(contains(reply.error, "model 'nope' or path /v1/chat/completions not found (HTTP 404"));
+  CHECK(contains(reply.error, "model 'nope' or path /v1/chat/completions not found at 127.0.0.1:"));
+  CHECK(contains(reply.error, "(HTTP 404"));
+  CHECK(reply.permanent);
   CHECK(contains(reply.error, "The model `nope` does not exist"));
   const std::string m = check_message(*client);
   CHECK(contains(m, "model check failed"));
@@ -390,9 +392,9 @@ TEST_CASE("http_client: an unknown model (404) fails at once, at check() too") {
 
   o.model = "loopback-model";
   auto good = make_http_client(o);
-  CHECK_NOTHROW(good->check());
+  CHECK_NOTHROW(good->check(ask("hi")));
   const auto last = server.requests().back();
-  CHECK(last.number("max_tokens") <= 8);
+  CHECK(last.number("max_tokens") == 256);  // the request it was given to look like
 }
 
 TEST_CASE("http_client: check() against a closed port says the connection was refused") {
@@ -626,7 +628,7 @@ TEST_CASE("http_client: TLS: trusted through ca_file, refused without it, accept
   auto reply = trusted->complete(ask("over tls"));
   CHECK(reply.status == call_status::ok);
   CHECK(reply.text == "ok");
-  CHECK_NOTHROW(trusted->check());
+  CHECK_NOTHROW(trusted->check(ask("hi")));
   CHECK(server.requests().at(0).header("authorization") == "Bearer " + the_key);
 
   // By host name: SNI and the DNS name in the certificate.

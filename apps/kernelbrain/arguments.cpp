@@ -69,8 +69,8 @@ namespace {
 /// One limit of --budget ("120s", "500evals", "2Mtokens", "$5") added to `b`.
 void parse_one_limit(std::string_view whole, std::string_view text, budget& b) {
   constexpr char const* units =
-      "s, m or h (device time), evals (evaluations), tokens (LLM tokens; k and M allowed: 2Mtokens) or a cost "
-      "written $5";
+      "s, m or h (device time), evals (evaluations), cands (candidates proposed, model exchanges that gave none "
+      "included), tokens (LLM tokens; k and M allowed: 2Mtokens) or a cost written $5";
   const bool cost = text.starts_with('$');
   if (cost) text.remove_prefix(1);
   const auto unit_at = text.find_first_not_of("0123456789.");
@@ -86,6 +86,12 @@ void parse_one_limit(std::string_view whole, std::string_view text, budget& b) {
     if (b.evaluations != 0) throw usage_error(fmt::format("'{}' gives an evaluation limit twice", whole));
     b.evaluations = parse_count(number, "--budget 500evals");
     if (b.evaluations == 0) throw usage_error(fmt::format("'{}' allows no evaluation: give at least 1evals", whole));
+    return;
+  }
+  if (unit == "cands") {
+    if (b.candidates != 0) throw usage_error(fmt::format("'{}' gives a candidate limit twice", whole));
+    b.candidates = parse_count(number, "--budget 200cands");
+    if (b.candidates == 0) throw usage_error(fmt::format("'{}' allows no candidate: give at least 1cands", whole));
     return;
   }
   double value = 0;

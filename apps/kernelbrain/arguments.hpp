@@ -32,6 +32,7 @@ inline constexpr int exit_internal = 1;
 inline constexpr int exit_usage = 2;
 inline constexpr int exit_rejected = 3;  ///< eval: the candidate was rejected
 inline constexpr int exit_suspended = 75;
+inline constexpr int exit_model_failed = 4;  ///< tune: the model endpoint failed (a permanent error, or many in a row)
 
 /// A mistake in the command line found after parsing (e.g. --focus on a problem without shapes);
 /// main prints it and exits with exit_usage, like every kernelbrain::error.

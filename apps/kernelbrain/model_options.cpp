@@ -43,7 +43,9 @@ model_arguments::model_arguments(CLI::App& cmd) {
                  "$KERNELBRAIN_LLM_URL, else the --llm-api's public endpoint)")
       ->group(g)
       ->type_name("URL");
-  cmd.add_option("--llm-api", api_, "wire format: openai or anthropic (default: anthropic for an\nanthropic.com URL)")
+  cmd.add_option("--llm-api", api_,
+                 "wire format: openai or anthropic (default: anthropic for an anthropic.com\n"
+                 "URL or one ending in /messages, else openai)")
       ->group(g)
       ->type_name("FORMAT");
   cmd.add_option("--llm-key-env", key_env_,
@@ -51,7 +53,23 @@ model_arguments::model_arguments(CLI::App& cmd) {
                  "then OPENAI_API_KEY or ANTHROPIC_API_KEY); the key is never written anywhere")
       ->group(g)
       ->type_name("VAR");
-  cmd.add_option("--llm-temperature", temperature_, "sampling temperature (default 0.7)")->group(g)->type_name("T");
+  cmd.add_option("--llm-temperature", temperature_,
+                 "sampling temperature (default: none sent, the model's own; OpenAI's\n"
+                 "reasoning models accept no other)")
+      ->group(g)
+      ->type_name("T");
+  cmd.add_option("--llm-token-param", token_param_,
+                 "how the reply limit is sent: auto (default: max_completion_tokens at\n"
+                 "api.openai.com, else max_tokens), max_tokens, max_completion_tokens, or\n"
+                 "none (no limit sent; OpenAI format only)")
+      ->group(g)
+      ->type_name("NAME");
+  cmd.add_option("--llm-max-failures", max_failures_,
+                 "stop the search after this many failed model requests in a row (default\n"
+                 "8; 0 = never for that reason); a refused key, model or parameter, or a\n"
+                 "spent quota, stops it at once")
+      ->group(g)
+      ->type_name("N");
   cmd.add_option("--llm-max-tokens", max_tokens_, "most tokens per reply (default 16384)")->group(g)->type_name("N");
   cmd.add_option("--llm-concurrency", concurrency_, "requests in flight at once (default 4)")->group(g)->type_name("N");
   cmd.add_option("--llm-lag", lag_,
@@ -98,7 +116,10 @@ model_options model_arguments::finish() const {
   o.url = url_.empty() ? env_or("KERNELBRAIN_LLM_URL") : url_;
   o.api = api_;
   o.key_env = key_env_;
-  o.temperature = positive_number(temperature_, "--llm-temperature", true);
+  if (!temperature_.empty()) o.temperature = positive_number(temperature_, "--llm-temperature", true);
+  if (!token_param_.empty()) (void)llm::parse_token_parameter(token_param_);  // a usage error now, not at start-up
+  o.token_param = token_param_;
+  o.max_failures = static_cast<std::size_t>(parse_count(max_failures_, "--llm-max-failures 8"));
   o.max_tokens = static_cast<std::size_t>(parse_count(max_tokens_, "--llm-max-tokens 8192"));
   o.concurrency = static_cast<std::size_t>(parse_count(concurrency_, "--llm-concurrency 4"));
   if (o.concurrency == 0 || o.max_tokens == 0)
@@ -130,12 +151,13 @@ model_options model_arguments::finish() const {
 }
 
 std::shared_ptr<model_setup const> make_model(model_options const& o, std::span<model_exchange const> resumed,
-                                              std::string& describe) {
+                                              std::string& describe, problem const& p) {
   if (!o.any()) return nullptr;
   auto setup = std::make_shared<model_setup>();
   setup->options.temperature = o.temperature;
   setup->options.max_tokens = o.max_tokens;
   setup->options.lag = o.lag;
+  setup->options.max_failed_in_a_row = o.max_failures;
   if (o.templates) setup->templates = llm::prompt_templates::from_directory(*o.templates);
   std::shared_ptr<llm::model_client> client;
   if (o.recorded) {
@@ -156,12 +178,9 @@ std::shared_ptr<model_setup const> make_model(model_options const& o, std::span<
     llm::http_client_options h;
     h.model = o.model;
     h.base_url = o.url;
-    if (!o.api.empty()) {
-      h.format = llm::parse_wire_format(o.api);
-    } else {
-      h.format =
-          o.url.find("anthropic.com") != std::string::npos ? llm::wire_format::anthropic : llm::wire_format::openai;
-    }
+    h.format = !o.api.empty() ? llm::parse_wire_format(o.api)
+                              : llm::infer_wire_format(o.url).value_or(llm::wire_format::openai);
+    if (!o.token_param.empty()) h.token_limit = llm::parse_token_parameter(o.token_param);
     std::vector<std::string> vars;
     if (!o.key_env.empty()) {
       vars.push_back(o.key_env);
@@ -182,7 +201,12 @@ std::shared_ptr<model_setup const> make_model(model_options const& o, std::span<
     client = llm::make_http_client(std::move(h));
   }
   if (!resumed.empty()) client = std::make_shared<llm::recorded_client>(resumed, client, "the resumed journal");
-  client->check();
+  // The start-up check sends what the search will: its token limit and temperature, a prompt of its size.
+  llm::chat_request like;
+  like.prompt = llm::prompt_builder(setup->templates).sample(p);
+  like.max_tokens = o.max_tokens;
+  like.temperature = o.temperature;
+  client->check(like);
   describe = client->describe();
   setup->client = std::move(client);
   return setup;

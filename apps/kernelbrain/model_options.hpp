@@ -17,11 +17,13 @@ namespace kernelbrain::cli {
 
 /// What the model options said, checked.
 struct model_options {
-  std::string model;         ///< --model: the endpoint's model name
-  std::string url;           ///< --llm-url (or KERNELBRAIN_LLM_URL)
-  std::string api;           ///< --llm-api openai|anthropic ("" = from the URL)
-  std::string key_env;       ///< --llm-key-env: the variable holding the key
-  double temperature = 0.7;  ///< --llm-temperature
+  std::string model;                  ///< --model: the endpoint's model name
+  std::string url;                    ///< --llm-url (or KERNELBRAIN_LLM_URL)
+  std::string api;                    ///< --llm-api openai|anthropic ("" = from the URL)
+  std::string key_env;                ///< --llm-key-env: the variable holding the key
+  std::optional<double> temperature;  ///< --llm-temperature (none: not sent, the model's default)
+  std::string token_param;            ///< --llm-token-param auto|max_tokens|max_completion_tokens|none
+  std::size_t max_failures = 8;       ///< --llm-max-failures: failed requests in a row that stop the search
   std::size_t max_tokens = 16384;
   std::size_t concurrency = 4;
   std::size_t lag = 1;  ///< --llm-lag: propose() calls between sending a batch and taking its kernels
@@ -47,17 +49,18 @@ class model_arguments {
   [[nodiscard]] model_options finish() const;
 
  private:
-  std::string model_, url_, api_, key_env_, temperature_ = "0.7", max_tokens_ = "16384", concurrency_ = "4", lag_ = "1",
-                                            timeout_ = "600", retries_ = "4", price_, ca_file_, exchange_,
-                                            exchange_wait_, recorded_, templates_;
+  std::string model_, url_, api_, key_env_, temperature_, token_param_,
+      max_failures_ = "8", max_tokens_ = "16384", concurrency_ = "4", lag_ = "1", timeout_ = "600", retries_ = "4",
+      price_, ca_file_, exchange_, exchange_wait_, recorded_, templates_;
   bool exchange_wait_given_ = false;
 };
 
-/// The model a search uses (null when none was configured). `resumed` holds the exchanges of the journal
-/// being resumed: they answer first. Runs the client's start-up check (a wrong key, host or model is an
-/// error here, before any device time). `describe` receives one line saying what answers.
+/// The model a search of `p` uses (null when none was configured). `resumed` holds the exchanges of the
+/// journal being resumed: they answer first. Runs the client's start-up check with a request shaped
+/// like the search's (a wrong key, host, model or parameter is an error here, before any device time).
+/// `describe` receives one line saying what answers.
 [[nodiscard]] std::shared_ptr<model_setup const> make_model(model_options const& o,
                                                             std::span<model_exchange const> resumed,
-                                                            std::string& describe);
+                                                            std::string& describe, problem const& p);
 
 }  // namespace kernelbrain::cli

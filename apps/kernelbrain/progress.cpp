@@ -14,19 +14,35 @@ void progress_line::on_event(event const& e, search_view const& v) {
   if (e.kind == event_kind::model_reply) {
     ++model_.replies;
     model_.estimated = model_.estimated || e.note.find("(tokens estimated)") != std::string::npos;
-    // "purpose: status/parse_status[ (tokens estimated)]"
-    auto outcome = e.note.substr(e.note.rfind(": ") + 2);
+    // "purpose: status/parse_status[ (tokens estimated)][ - error]"; a purpose holds no ": ".
+    const auto colon = e.note.find(": ");
+    auto outcome = colon == std::string::npos ? e.note : e.note.substr(colon + 2);
     outcome = outcome.substr(0, outcome.find(' '));
     if (outcome == "ok/ok" || outcome == "cut/ok")
       ++model_.usable;
     else
       ++model_.unusable[outcome];
+    if (outcome == "failed" || outcome == "cancelled") report_failure(e.note);
   }
   if (!draw_) return;
   const auto now = std::chrono::steady_clock::now();
   if (drawn_ && now - last_ < std::chrono::milliseconds(100) && e.kind != event_kind::stopped) return;
   last_ = now;
   redraw(v);
+}
+
+void progress_line::report_failure(std::string const& note) {
+  const auto dash = note.find(" - ");
+  const std::string why = dash == std::string::npos ? note : note.substr(dash + 3);
+  // One line per kind of failure as it happens: the first, and again at 2, 4, 8... of that kind.
+  std::string kind;
+  for (char c : why) kind += (c >= '0' && c <= '9') ? '#' : c;
+  const std::size_t n = ++failures_[kind];
+  if ((n & (n - 1)) != 0) return;
+  if (drawn_) fmt::print(stderr, "\r{:{}}\r", "", last_width_);
+  fmt::print(stderr, "model request {}: {}{}\n", note.find(": cancelled") != std::string::npos ? "cancelled" : "failed",
+             why, n > 1 ? fmt::format(" ({} times so far)", n) : std::string());
+  drawn_ = false;
 }
 
 void progress_line::finish() {

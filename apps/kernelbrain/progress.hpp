@@ -40,6 +40,8 @@ class progress_line final : public observer {
 
  private:
   void redraw(search_view const& v);
+  /// A failed or cancelled model request, on stderr: each kind the first time, then at 2, 4, 8...
+  void report_failure(std::string const& note);
 
   bool draw_;
   bool drawn_ = false;
@@ -47,6 +49,7 @@ class progress_line final : public observer {
   std::chrono::steady_clock::time_point last_{};
   std::map<std::string, std::size_t> rejected_by_stage_;
   model_tally model_;
+  std::map<std::string, std::size_t> failures_;  ///< model request failures by kind (digits masked)
 };
 
 /// What the summary's head says about the run.

@@ -1,6 +1,7 @@
 // kernelbrain tune: search a problem's kernel space with a named strategy within a budget, journal the
 // run (JSONL) and resume it after a kill, print a summary and the best kernel's per-shape times.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -8,6 +9,7 @@
 #include <boost/json/serialize.hpp>
 #include <boost/json/value.hpp>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -17,6 +19,7 @@
 #include <kernelbrain/evaluate/cuda.hpp>
 #include <kernelbrain/evaluate/host.hpp>
 #include <kernelbrain/evaluate/synthetic.hpp>
+#include <kernelbrain/generate/llm/prompt_builder.hpp>
 #include <kernelbrain/io/journal.hpp>
 #include <kernelbrain/io/problem_loader.hpp>
 #include <kernelbrain/search.hpp>
@@ -251,6 +254,36 @@ int run_tune(tune_options const& o) {
 
 namespace {
 
+/// What a model may spend when the budget does not say: per evaluation the budget allows, one prompt
+/// of this problem's size and half a reply at the reply limit in tokens (what long replies spend), and
+/// four candidates, a model exchange that gave none counting as one (what short replies are held to: a
+/// model that never writes code is sent about four prompts per evaluation). A device-time budget counts
+/// as one evaluation per half second. Zeros: no evaluation or device limit to derive them from.
+struct model_caps {
+  std::uint64_t tokens = 0, candidates = 0;
+  std::string reason;
+};
+model_caps derived_model_caps(budget const& limits, std::uint64_t prompt_tokens, std::size_t max_tokens) {
+  double evaluations = 0;
+  std::string from;
+  if (limits.evaluations > 0) {
+    evaluations = static_cast<double>(limits.evaluations);
+    from = fmt::format("{} evaluations", limits.evaluations);
+  } else if (limits.device_seconds > 0) {
+    evaluations = limits.device_seconds / 0.5;
+    from = fmt::format("{:g} device seconds as {:.0f} evaluations of 0.5 s", limits.device_seconds, evaluations);
+  } else {
+    return {};
+  }
+  const double per = static_cast<double>(prompt_tokens) + static_cast<double>(max_tokens) / 2;
+  model_caps c;
+  c.tokens = static_cast<std::uint64_t>(std::ceil(evaluations * per));
+  c.candidates = static_cast<std::uint64_t>(std::ceil(4 * evaluations));
+  c.reason = fmt::format("{} x (a prompt of ~{} tokens + half the {}-token reply limit; 4 candidates)", from,
+                         prompt_tokens, max_tokens);
+  return c;
+}
+
 int search_and_report(tune_options const& o, problem const& prob, std::string const& backend,
                       std::string const& problem_name, synthetic_landscape const* land, mpi_job* job) {
   local_pool local =
@@ -271,7 +304,7 @@ int search_and_report(tune_options const& o, problem const& prob, std::string co
     std::vector<model_exchange> resumed;
     if (o.resume && o.journal && std::filesystem::exists(*o.journal))
       for (auto const& je : read_journal(*o.journal).exchanges) resumed.push_back(je.x);
-    model = make_model(o.model, resumed, model_text);
+    model = make_model(o.model, resumed, model_text, prob);
     if (backend == "host")
       fmt::print(stderr, "host candidates written by the model run natively, each in a process of its own under {}\n",
                  host_sandbox_summary());
@@ -288,6 +321,27 @@ int search_and_report(tune_options const& o, problem const& prob, std::string co
   search_options so;
   so.seed = o.seed;
   so.limits = o.limits;
+  if (model && !o.model.recorded) {
+    // Every budget bounds what the model may spend: a search limited only in evaluations or device
+    // time gets caps derived from it, said here (a wall limit stops the model's requests at the wall).
+    const auto sample = llm::prompt_builder(model->templates).sample(prob);
+    const auto prompt_tokens = llm::estimate_tokens(sample.system) + llm::estimate_tokens(sample.user);
+    const auto caps = derived_model_caps(so.limits, prompt_tokens, o.model.max_tokens);
+    std::vector<std::string> set;
+    if (caps.tokens > 0 && so.limits.llm_tokens == 0 && so.limits.llm_cost == 0) {
+      so.limits.llm_tokens = caps.tokens;
+      set.push_back(fmt::format("{} tokens", caps.tokens));
+    }
+    if (caps.candidates > 0 && so.limits.candidates == 0) {
+      so.limits.candidates = caps.candidates;
+      set.push_back(fmt::format("{} candidates (a model exchange that gives none counts as one)", caps.candidates));
+    }
+    if (!set.empty())
+      fmt::print(stderr,
+                 "model spending capped at {} (derived from the budget: {}; give a limit to set it, e.g. "
+                 "--budget ...,{}ktokens,{}cands)\n",
+                 fmt::join(set, " and "), caps.reason, (caps.tokens + 999) / 1000, caps.candidates);
+  }
   so.max_in_flight = o.in_flight;
   so.on_pool_note = [](std::string const& note) { fmt::print(stderr, "\nnote: {}\n", note); };
   if (pool.size() > 1)
@@ -313,6 +367,11 @@ int search_and_report(tune_options const& o, problem const& prob, std::string co
   so.observers.push_back(&shape_best);
 
   search_result r;
+  // No model request runs past the wall limit (with a few seconds for the search to wind down).
+  if (model && o.limits.wall_seconds > 0)
+    model->client->set_deadline(std::chrono::steady_clock::now() +
+                                std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                    std::chrono::duration<double>(o.limits.wall_seconds)));
   try {
     r = search(prob, std::move(pol), pool, so);
   } catch (...) {
@@ -337,6 +396,12 @@ int search_and_report(tune_options const& o, problem const& prob, std::string co
     if (job->lost_ranks() > 0)
       fmt::print(stderr, "note: {} MPI rank(s) were lost during the search\n", job->lost_ranks());
     job->shutdown();
+  }
+  if (r.model_failed) {
+    fmt::print(stderr, "\nkernelbrain: the search stopped: {}\n{}\n", r.stop_reason,
+               o.journal ? "fix the endpoint or the options, then run the same command with --resume"
+                         : "(without --journal FILE nothing of this run is kept)");
+    return exit_model_failed;
   }
   if (r.suspended) {
     fmt::print(stderr, "\nsuspended: {}\nanswer the prompts, then run the same command with --resume{}\n",

@@ -59,7 +59,8 @@ struct search_result {
   std::optional<score> best_score;
   std::size_t best_rung = 0;
   std::string stop_reason;
-  bool suspended = false;  ///< stopped by the generator until something outside happens (see search_suspended)
+  bool suspended = false;     ///< stopped by the generator until something outside happens (see search_suspended)
+  bool model_failed = false;  ///< ...because the model endpoint failed (model_endpoint_failed): a failure
   budget_usage used;
   search_counters counters;
   std::size_t candidates = 0;
@@ -438,6 +439,7 @@ search_result search(problem const& prob, Policies pol, evaluator_pool const& po
   }
   r.stop_reason = eng.stop_reason();
   r.suspended = eng.suspended();
+  r.model_failed = eng.model_failed();
   r.used = eng.meter().usage();
   r.counters = v.counters();
   r.candidates = v.size();

@@ -238,6 +238,8 @@ class engine {
   [[nodiscard]] bool stopped() const noexcept { return stopped_; }
   /// The search stopped because the generator suspended it (search_suspended): --resume continues it.
   [[nodiscard]] bool suspended() const noexcept { return suspended_; }
+  /// ...because its model endpoint failed (model_endpoint_failed): a failure, not a wait.
+  [[nodiscard]] bool model_failed() const noexcept { return model_failed_; }
   [[nodiscard]] std::string const& stop_reason() const noexcept { return stop_reason_; }
   [[nodiscard]] std::uint64_t last_seq() const noexcept { return seq_; }
 
@@ -304,8 +306,11 @@ class engine {
     } catch (search_suspended const& ex) {
       // Marks where the search left off: a resumed run replays to here and goes on (what the drain of
       // the evaluations in flight writes after it is superseded then; its measurements are reused).
+      // The exchanges the generator finished before it stopped are journaled first.
+      record_exchanges();
       if (!stopped_) {
         suspended_ = true;
+        model_failed_ = dynamic_cast<model_endpoint_failed const*>(&ex) != nullptr;
         note_event(event_kind::suspended, candidate_id{}, 0, verdict{}, std::nullopt, ex.what());
       }
       (void)finish(ex.what(), false);
@@ -367,9 +372,14 @@ class engine {
     }
     for (auto const& x : xs) {
       meter_.charge_llm(x.input_tokens + x.output_tokens, x.cost);
+      // An exchange counts against the candidate limit: one that gave a kernel through its proposal,
+      // one that gave none here (else a model that never writes code would be asked for ever).
+      if (!x.candidate) meter_.charge_candidate();
       std::string note = x.purpose + ": " + x.status;
       if (!x.parse_status.empty()) note += "/" + x.parse_status;
       if (x.estimated) note += " (tokens estimated)";
+      if ((x.status == "failed" || x.status == "cancelled") && !x.error.empty())  // why, for a progress display
+        note += " - " + x.error.substr(0, std::min<std::size_t>(x.error.find('\n'), 300));
       note_event(event_kind::model_reply, x.candidate.value_or(candidate_id{}), 0, verdict{}, std::nullopt,
                  std::move(note));
       if (journal_ && seq_ > resume_seq_) journal_->write_exchange(x, seq_);
@@ -447,6 +457,7 @@ class engine {
   std::vector<std::size_t> proposed_;  ///< history indices proposed since take_proposed()
   bool stopped_ = false;
   bool suspended_ = false;
+  bool model_failed_ = false;
   bool stop_announced_ = false;
   std::string stop_reason_;
 };

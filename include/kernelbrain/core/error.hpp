@@ -19,4 +19,13 @@ class search_suspended : public error {
   using error::error;
 };
 
+/// Thrown by a generator whose model endpoint keeps failing, or failed in a way that asking again
+/// will not fix (a refused key or parameter, an unknown model, a spent quota): the search stops as
+/// when suspended (everything measured is kept, and --resume continues once the endpoint is fixed),
+/// and the caller reports it as a failure.
+class model_endpoint_failed : public search_suspended {
+ public:
+  using search_suspended::search_suspended;
+};
+
 }  // namespace kernelbrain

@@ -34,23 +34,62 @@ enum class wire_format {
 /// "openai" or "anthropic" (any case); anything else throws kernelbrain::error naming both.
 [[nodiscard]] KERNELBRAIN_DECL wire_format parse_wire_format(std::string_view text);
 
+/// How a request states its reply-token limit.
+enum class token_parameter {
+  automatic,              ///< anthropic: max_tokens; openai: max_completion_tokens at api.openai.com, else max_tokens
+  max_tokens,             ///< "max_tokens" (Anthropic; most OpenAI-compatible servers; older OpenAI models)
+  max_completion_tokens,  ///< "max_completion_tokens" (OpenAI's current name; reasoning models accept no other)
+  none,                   ///< no limit sent (OpenAI format only: Anthropic requires max_tokens)
+};
+[[nodiscard]] constexpr std::string_view to_string(token_parameter t) noexcept {
+  switch (t) {
+    case token_parameter::max_tokens:
+      return "max_tokens";
+    case token_parameter::max_completion_tokens:
+      return "max_completion_tokens";
+    case token_parameter::none:
+      return "none";
+    case token_parameter::automatic:
+      break;
+  }
+  return "auto";
+}
+/// "auto", "max_tokens", "max_completion_tokens" or "none"; anything else throws kernelbrain::error.
+[[nodiscard]] KERNELBRAIN_DECL token_parameter parse_token_parameter(std::string_view text);
+
+/// The base URL as the client uses it: a URL without a path gets "/v1" (the SDKs' convention is a
+/// base URL without it: https://api.anthropic.com, http://127.0.0.1:8000); one with a path, or
+/// ending in /chat/completions or /messages, is kept. Empty: the format's public endpoint.
+[[nodiscard]] KERNELBRAIN_DECL std::string normalize_base_url(std::string_view base_url, wire_format format);
+
+/// The wire format a base URL implies: anthropic for an anthropic.com host or a URL ending in
+/// /messages, openai for one ending in /chat/completions; nothing otherwise.
+[[nodiscard]] KERNELBRAIN_DECL std::optional<wire_format> infer_wire_format(std::string_view base_url);
+
 /// What make_http_client needs. Every field has a usable default but `model` (and `api_key` for a
 /// hosted endpoint); times are seconds.
 struct http_client_options {
   wire_format format = wire_format::openai;
   /// Scheme, host, optional port and path prefix: https://api.openai.com/v1,
-  /// http://127.0.0.1:8000/v1, https://api.anthropic.com/v1. Empty: the format's public endpoint
-  /// (those two). A URL that already ends in /chat/completions or /messages is used as it is.
+  /// http://127.0.0.1:8000/v1, https://api.anthropic.com (a URL without a path gets /v1: see
+  /// normalize_base_url). Empty: the format's public endpoint. A URL that already ends in
+  /// /chat/completions or /messages is used as it is.
   std::string base_url;
   std::string model;  ///< required: the model name the endpoint knows
   /// The key's value. Empty: no key header is sent (local servers). Never logged, never in an error
   /// text or describe(): any echo of it in a server's message is replaced by "[api key]".
   std::string api_key;
   /// Sampling temperature sent with every request. Negative (the default): each request's own
-  /// chat_request::temperature.
+  /// chat_request::temperature, and none when the request has none (the endpoint's default: OpenAI's
+  /// reasoning models refuse any other).
   double temperature = -1;
   /// A cap on each request's chat_request::max_tokens. 0 (the default): no cap.
   std::size_t max_tokens = 0;
+  /// How the reply-token limit is sent (see token_parameter).
+  token_parameter token_limit = token_parameter::automatic;
+  /// Seconds the start-up check waits for its one-word reply, per attempt (at most
+  /// request_timeout_seconds): a server that accepts and never answers fails the check this soon.
+  double check_timeout_seconds = 120;
   /// Requests in flight at once (complete_all's width; complete() from more threads waits). >= 1.
   std::size_t concurrency = 4;
   double connect_timeout_seconds = 10;   ///< resolve, connect, proxy CONNECT and TLS handshake, per attempt

@@ -56,8 +56,11 @@
 namespace kernelbrain::llm {
 
 struct llm_generator_options {
-  std::size_t max_tokens = 16384;  ///< per reply
-  double temperature = 0.7;        ///< sampling temperature sent with every prompt
+  std::size_t max_tokens = 16384;     ///< per reply
+  std::optional<double> temperature;  ///< sampling temperature sent with every prompt; none: the model's default
+  /// The search stops (model_endpoint_failed) after this many failed model requests in a row (0:
+  /// never for that reason); a failure that asking again will not fix stops it at once.
+  std::size_t max_failed_in_a_row = 8;
   bool blind = false;              ///< no hints, measurements, diagnosis or failures (ablation)
   bool repair = true;              ///< turn compile / wrong-answer / signature rejects into repair prompts
   std::size_t failures_shown = 3;  ///< recent failures of a lineage shown in a prompt
@@ -101,11 +104,16 @@ class llm_generator {
   std::vector<candidate> propose_all(search_view const& v, std::span<proposal_request const> reqs,
                                      bool others = false) {
     ++calls_;
+    if (stop_) throw model_endpoint_failed(*stop_);
     std::vector<candidate> out;
     while (!in_flight_.empty() && (in_flight_.front().due <= calls_ || (out.empty() && !others))) {
       batch b = std::move(in_flight_.front());
       in_flight_.pop_front();
       take(b, out, true);
+    }
+    if (stop_) {  // no new prompts to a failing endpoint; what came back is proposed, then the search stops
+      if (out.empty()) throw model_endpoint_failed(*stop_);
+      return out;
     }
     batch b;
     for (auto const& r : reqs) add_prompts(v, r, b);
@@ -217,7 +225,7 @@ class llm_generator {
       r.prompt = builder_.build(v, subjects[i]);
       r.occurrence = asked_[r.prompt.key()]++;
       r.max_tokens = opt_.max_tokens;
-      r.temperature = opt_.temperature;
+      r.temperature = opt_.temperature;  // none: not sent
       b.requests.push_back(std::move(r));
       b.why.push_back(std::move(why[i]));
     }
@@ -228,6 +236,7 @@ class llm_generator {
   /// are dropped.
   void take(batch& b, std::vector<candidate>& out, bool suspend) {
     auto replies = b.replies.get();
+    std::optional<std::string> stop;  // the failure policy's reason to stop
     std::size_t waiting = 0;
     std::string first_wait;
     for (auto const& r : replies)
@@ -277,7 +286,21 @@ class llm_generator {
         }
       }
       exchanges_.push_back(std::move(x));
+      // The failure policy: a permanent failure stops the search; so do many failures in a row.
+      if (r.status == call_status::failed) {
+        ++failed_in_a_row_;
+        if (!stop && r.permanent) stop = "the model endpoint refused a request: " + r.error;
+        if (!stop && opt_.max_failed_in_a_row > 0 && failed_in_a_row_ >= opt_.max_failed_in_a_row)
+          stop = std::to_string(failed_in_a_row_) + " model requests in a row failed; the last: " + r.error;
+      } else if (r.status == call_status::ok || r.status == call_status::cut) {
+        failed_in_a_row_ = 0;
+      }
     }
+    // Raised by the next propose_all(), after this batch's kernels and exchanges are recorded.
+    if (stop && !stop_)
+      stop_ = *stop +
+              " (everything so far is in the journal: --resume continues once the "
+              "endpoint is fixed)";
   }
 
   /// The lineage a child belongs to: its parent's lineage when the parent is the model's, else the parent.
@@ -332,6 +355,8 @@ class llm_generator {
   llm_generator_options opt_;
   prompt_builder builder_;
   std::size_t next_hint_ = 0;
+  std::size_t failed_in_a_row_ = 0;  ///< failed model requests since the last reply
+  std::optional<std::string> stop_;  ///< the failure policy's reason to stop the search, once it has one
   std::unordered_map<std::string, std::size_t> asked_;
   std::vector<model_exchange> exchanges_;
   std::unordered_set<candidate_id> mine_, is_repair_, repaired_;

@@ -6,9 +6,11 @@
 #pragma once
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <exception>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -32,7 +34,8 @@ struct chat_request {
   /// (sampling gives another answer), and recorded answers and exchange files are keyed by both.
   std::size_t occurrence = 0;
   std::size_t max_tokens = 8192;
-  double temperature = 0.7;
+  /// Sampling temperature; none: not sent, the endpoint's default (reasoning models accept no other).
+  std::optional<double> temperature;
 };
 
 /// Tokens and cost of one exchange. `estimated` when the endpoint reported no usage (exchange files,
@@ -46,10 +49,11 @@ struct token_usage {
 };
 
 enum class call_status {
-  ok,       ///< a complete reply
-  cut,      ///< a reply cut at the size or time limit, or ended by the model's token limit; text holds what came
-  failed,   ///< no reply after the retries (the error says why); nothing to parse
-  waiting,  ///< exchange in suspend mode: the answer does not exist yet
+  ok,         ///< a complete reply
+  cut,        ///< a reply cut at the size or time limit, or ended by the model's token limit; text holds what came
+  failed,     ///< no reply after the retries (the error says why); nothing to parse
+  waiting,    ///< exchange in suspend mode: the answer does not exist yet
+  cancelled,  ///< stopped at the client's deadline (the search's wall limit), sent or not
 };
 
 [[nodiscard]] constexpr std::string_view to_string(call_status s) noexcept {
@@ -62,6 +66,8 @@ enum class call_status {
       return "failed";
     case call_status::waiting:
       return "waiting";
+    case call_status::cancelled:
+      return "cancelled";
   }
   return "unknown";
 }
@@ -74,7 +80,11 @@ struct chat_reply {
   unsigned attempts = 0;
   std::string finish_reason;  ///< as the endpoint said it ("stop", "length", "end_turn", ...), if it did
   std::string model;          ///< the model that answered, as the endpoint named it
-  std::string error;          ///< failed / cut / waiting: why, for people (never a key)
+  std::string error;          ///< failed / cut / waiting / cancelled: why, for people (never a key)
+  /// failed for a reason that asking again will not fix (a refused key, an unknown model or path, a
+  /// refused parameter, an exhausted quota, a prompt over the context): the search should stop, and
+  /// `error` says what to change.
+  bool permanent = false;
 };
 
 /// A rough token count for texts with no reported usage: one token per 4 bytes, rounded up. Labelled
@@ -93,7 +103,13 @@ class model_client {
   [[nodiscard]] virtual std::size_t concurrency() const { return 1; }
   /// For logs and the journal: kind, model and endpoint; never a key.
   [[nodiscard]] virtual std::string describe() const = 0;
-  virtual void check() {}
+  /// The start-up check, with a request shaped like the search's (`like`: its token limit and
+  /// temperature, a prompt of its size), so that what the endpoint would refuse later is refused here;
+  /// the model is asked for one word. Throws kernelbrain::error saying what to change.
+  virtual void check(chat_request const& like) { (void)like; }
+  /// No request runs past `deadline`: those sent after it are cancelled at once, those in flight are
+  /// cut there, retries are not started (call_status::cancelled). A search sets its wall limit here.
+  virtual void set_deadline(std::chrono::steady_clock::time_point deadline) { (void)deadline; }
 
   /// Sends every request, at most concurrency() at a time, and returns the replies in request order
   /// (whatever order they finished in), so that a search does not depend on the concurrency.

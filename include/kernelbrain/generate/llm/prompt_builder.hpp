@@ -190,6 +190,28 @@ class prompt_builder {
     return out;
   }
 
+  /// A prompt like a search's first for `p`, built without a search (the start-up check sends one):
+  /// the system prompt, and an explore prompt with the problem's text, its reference and its first
+  /// hint (no measurements: there are none yet).
+  [[nodiscard]] prompt sample(problem const& p) const {
+    std::map<std::string, std::string, std::less<>> f;
+    f["backend"] = p.backend;
+    f["language"] = p.backend == "cuda" ? "CUDA" : "C++";
+    f["answer_format"] = answer_format(p);
+    f["problem"] = "## Problem: " + p.name + "\n\n" +
+                   (p.signature.empty() ? "" : "Signature: " + p.signature + "\n\n") +
+                   (p.description.empty() ? "" : p.description + "\n\n");
+    f["reference"] = reference_section(p);
+    if (!p.catalogue.empty()) {
+      f["hint"] = "## Expert hint: " + p.catalogue.front().name + "\n\n" + p.catalogue.front().prose + "\n\n";
+      f["hint_clause"] = ", following the expert hint '" + p.catalogue.front().name + "'";
+    }
+    prompt out;
+    out.system = render_template(t_.system, f);
+    out.user = render_template(t_.explore, f);
+    return out;
+  }
+
   [[nodiscard]] prompt_templates const& templates() const noexcept { return t_; }
 
   /// The answer-format rules of a backend (the {{answer_format}} field).

@@ -22,7 +22,8 @@ class recorded_client final : public model_client {
                            std::string source = "journal")
       : fallback_(std::move(fallback)), source_(std::move(source)) {
     for (auto const& x : recorded)
-      if (x.status != "failed") answers_.insert_or_assign({x.key, x.occurrence}, x);  // a failed call is asked again
+      if (x.status != "failed" && x.status != "cancelled")  // a failed or cancelled call is asked again
+        answers_.insert_or_assign({x.key, x.occurrence}, x);
   }
 
   chat_reply complete(chat_request const& r) override {
@@ -53,8 +54,11 @@ class recorded_client final : public model_client {
     return "recorded answers from " + source_ + " (" + std::to_string(answers_.size()) + ")" +
            (fallback_ ? ", then " + fallback_->describe() : std::string());
   }
-  void check() override {
-    if (fallback_) fallback_->check();
+  void set_deadline(std::chrono::steady_clock::time_point deadline) override {
+    if (fallback_) fallback_->set_deadline(deadline);
+  }
+  void check(chat_request const& like) override {
+    if (fallback_) fallback_->check(like);
   }
   [[nodiscard]] std::size_t recorded() const noexcept { return answers_.size(); }
 

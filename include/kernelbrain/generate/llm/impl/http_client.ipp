@@ -488,6 +488,41 @@ inline attempt_result fault(std::string why, bool retry) {
   r.retry = retry;
   return r;
 }
+/// A failure that asking again will not fix (chat_reply::permanent): never retried.
+inline attempt_result permanent_fault(std::string why) {
+  attempt_result r = fault(std::move(why), false);
+  r.reply.permanent = true;
+  return r;
+}
+
+/// What an error body says: its message, the parameter it names and its code or type (OpenAI:
+/// {"error": {"message", "param", "code", "type"}}; Anthropic: {"error": {"type", "message"}}).
+struct endpoint_error {
+  std::string message, param, code;
+};
+inline endpoint_error read_endpoint_error(std::string const& body) {
+  endpoint_error e;
+  error_code ec;
+  const json::value v = json::parse(body, ec);
+  if (ec || !v.is_object()) return e;
+  auto const* err = v.get_object().if_contains("error");
+  if (err == nullptr) return e;
+  if (err->is_string()) {
+    e.message = std::string(err->get_string());
+    return e;
+  }
+  if (!err->is_object()) return e;
+  auto const& o = err->get_object();
+  auto str = [&](char const* key) {
+    auto const* x = o.if_contains(key);
+    return x != nullptr && x->is_string() ? std::string(x->get_string()) : std::string();
+  };
+  e.message = str("message");
+  e.param = str("param");
+  e.code = str("code");
+  if (e.code.empty()) e.code = str("type");
+  return e;
+}
 
 // ---- the client ----------------------------------------------------------------------------------
 
@@ -515,16 +550,29 @@ class http_model_client final : public model_client {
     non_negative(options_.price_per_input_token, "price_per_input_token");
     non_negative(options_.price_per_output_token, "price_per_output_token");
     if (options_.max_reply_bytes == 0) fail("max_reply_bytes must be at least 1");
+    positive(options_.check_timeout_seconds, "check_timeout_seconds");
+    if (options_.format == wire_format::anthropic && options_.token_limit == token_parameter::max_completion_tokens)
+      fail("the Anthropic messages API takes max_tokens, not max_completion_tokens (token_limit)");
+    if (options_.format == wire_format::anthropic && options_.token_limit == token_parameter::none)
+      fail("the Anthropic messages API requires max_tokens: token_limit none is for OpenAI-compatible endpoints");
 
-    if (options_.base_url.empty())
-      options_.base_url =
-          options_.format == wire_format::anthropic ? "https://api.anthropic.com/v1" : "https://api.openai.com/v1";
+    options_.base_url = normalize_base_url(options_.base_url, options_.format);
     target_ = parse_url(options_.base_url, "http model client: base_url");
     if (!target_.userinfo.empty())
       fail("base_url must not carry a user or password; give the key in http_client_options::api_key");
     const std::string suffix = options_.format == wire_format::openai ? "/chat/completions" : "/messages";
+    const std::string other = options_.format == wire_format::openai ? "/messages" : "/chat/completions";
+    if (target_.path.ends_with(other))
+      fail("base_url " + options_.base_url + " is an endpoint of the " +
+           (options_.format == wire_format::openai ? "anthropic" : "openai") + " format, but the format is " +
+           std::string(to_string(options_.format)) + " (--llm-api)");
     path_ = target_.path.ends_with(suffix) ? target_.path : target_.path + suffix;
     endpoint_ = target_.scheme + "://" + target_.host_header() + path_;
+    token_field_ = options_.token_limit;
+    if (token_field_ == token_parameter::automatic)
+      token_field_ = options_.format == wire_format::openai && lower(target_.host) == "api.openai.com"
+                         ? token_parameter::max_completion_tokens
+                         : token_parameter::max_tokens;
 #if !defined(KERNELBRAIN_HAVE_OPENSSL)
     if (target_.scheme == "https")
       fail("base_url " + endpoint_ +
@@ -584,7 +632,7 @@ class http_model_client final : public model_client {
   [[nodiscard]] std::string describe() const override {
     std::string d = "http model client: " + std::string(to_string(options_.format)) + " format, model '" +
                     options_.model + "', endpoint " + endpoint_ + ", concurrency " +
-                    std::to_string(options_.concurrency);
+                    std::to_string(options_.concurrency) + ", reply limit as " + std::string(to_string(token_field_));
     if (proxy_) d += ", via proxy " + proxy_->authority();
     if (target_.scheme == "https") {
       if (!options_.verify_tls)
@@ -595,15 +643,28 @@ class http_model_client final : public model_client {
     return redact(std::move(d));
   }
 
-  void check() override {
-    chat_request r;
-    r.prompt.user = "Reply with the single word: ok";
-    r.max_tokens = 8;
+  void check(chat_request const& like) override {
+    // The search's request shape: its token limit and temperature, its system prompt and a user
+    // message of its size; the model is asked for one word, so the check costs the prompt's tokens.
+    chat_request r = like;
+    r.prompt.user = "This is a start-up check of the connection, not a task: reply with the single word ok.\n\n" +
+                    like.prompt.user + "\n\n(Start-up check: reply with the single word ok.)";
     const slot s(*this);
-    const chat_reply reply = run(r, std::min(options_.max_retries, 2U));
-    if (reply.status == call_status::failed)
+    const chat_reply reply = run(r, std::min(options_.max_retries, 2U),
+                                 std::min(options_.check_timeout_seconds, options_.request_timeout_seconds));
+    if (reply.status == call_status::failed || reply.status == call_status::cancelled)
       throw error(redact("model check failed (" + std::string(to_string(options_.format)) + " endpoint " + endpoint_ +
-                         ", model '" + options_.model + "'): " + reply.error));
+                         ", model '" + options_.model + "', a request like the search's: " +
+                         std::to_string(estimate_tokens(r.prompt.system) + estimate_tokens(r.prompt.user)) +
+                         " prompt tokens (estimated), " + std::string(to_string(token_field_)) + " " +
+                         std::to_string(effective_max_tokens(r)) +
+                         (temperature_of(r) ? ", temperature " + seconds_text(*temperature_of(r)) : std::string()) +
+                         "): " + reply.error));
+  }
+
+  void set_deadline(steady::time_point deadline) override {
+    const std::lock_guard lock(deadline_mu_);
+    deadline_ = deadline;
   }
 
  private:
@@ -650,11 +711,23 @@ class http_model_client final : public model_client {
     return ceiling * (static_cast<double>(bits >> 11U) * 0x1.0p-53);
   }
 
-  [[nodiscard]] std::string request_body(chat_request const& request) const {
-    const double temperature = options_.temperature >= 0 ? options_.temperature : request.temperature;
+  [[nodiscard]] std::optional<double> temperature_of(chat_request const& request) const {
+    if (options_.temperature >= 0) return options_.temperature;
+    return request.temperature;
+  }
+  [[nodiscard]] std::size_t effective_max_tokens(chat_request const& request) const {
     std::size_t max_tokens = request.max_tokens;
     if (options_.max_tokens > 0) max_tokens = std::min(max_tokens, options_.max_tokens);
-    max_tokens = std::max<std::size_t>(max_tokens, 1);
+    return std::max<std::size_t>(max_tokens, 1);
+  }
+  [[nodiscard]] steady::time_point deadline() const {
+    const std::lock_guard lock(deadline_mu_);
+    return deadline_;
+  }
+
+  [[nodiscard]] std::string request_body(chat_request const& request) const {
+    const auto temperature = temperature_of(request);
+    const std::size_t max_tokens = effective_max_tokens(request);
     json::object o;
     o["model"] = text(options_.model);
     json::array messages;
@@ -673,28 +746,55 @@ class http_model_client final : public model_client {
     user["content"] = text(request.prompt.user);
     messages.push_back(std::move(user));
     o["messages"] = std::move(messages);
-    o["max_tokens"] = static_cast<std::uint64_t>(max_tokens);
-    o["temperature"] = temperature;
+    if (token_field_ != token_parameter::none) o[to_string(token_field_)] = static_cast<std::uint64_t>(max_tokens);
+    if (temperature) o["temperature"] = *temperature;
     return json::serialize(o);
   }
 
-  chat_reply run(chat_request const& request, unsigned max_retries) {
+  /// A reply cancelled at the deadline, `started` seconds after the request began.
+  [[nodiscard]] static chat_reply cancelled(std::string const& what) {
+    chat_reply r;
+    r.status = call_status::cancelled;
+    r.error = "cancelled at the client's deadline (the search's wall limit)" + what;
+    return r;
+  }
+
+  chat_reply run(chat_request const& request, unsigned max_retries, double timeout_seconds = 0) {
     const std::string body = request_body(request);
     const std::uint64_t prompt_estimate = estimate_tokens(request.prompt.system) + estimate_tokens(request.prompt.user);
     const auto start = steady::now();
+    const auto cut = deadline();
+    if (timeout_seconds <= 0) timeout_seconds = options_.request_timeout_seconds;
     chat_reply reply;
-    for (unsigned k = 0;; ++k) {
-      attempt_result r;
-      try {
-        r = attempt(body, prompt_estimate);
-      } catch (std::exception const& e) {
-        r = fault(std::string("internal error: ") + e.what(), false);
+    if (start >= cut) {
+      reply = cancelled(": not sent");
+    } else {
+      for (unsigned k = 0;; ++k) {
+        attempt_result r;
+        try {
+          r = attempt(body, prompt_estimate, timeout_seconds, cut);
+        } catch (std::exception const& e) {
+          r = fault(std::string("internal error: ") + e.what(), false);
+        }
+        reply = std::move(r.reply);
+        reply.attempts = k + 1;
+        if (reply.status == call_status::failed && steady::now() >= cut) {
+          reply = cancelled(" during attempt " + std::to_string(k + 1) + ", " +
+                            seconds_text(std::chrono::duration<double>(steady::now() - start).count()) +
+                            " s after the request began");
+          reply.attempts = k + 1;
+          break;
+        }
+        if (!r.retry || k >= max_retries) break;
+        const double wait = r.retry_after ? std::min(*r.retry_after, options_.retry_after_cap_seconds) : backoff(k);
+        if (steady::now() + to_duration(wait) >= cut) {
+          reply.status = call_status::cancelled;
+          reply.error = "cancelled at the client's deadline (the search's wall limit) before retry " +
+                        std::to_string(k + 1) + " (" + reply.error + ")";
+          break;
+        }
+        if (wait > 0) std::this_thread::sleep_for(to_duration(wait));
       }
-      reply = std::move(r.reply);
-      reply.attempts = k + 1;
-      if (!r.retry || k >= max_retries) break;
-      const double wait = r.retry_after ? std::min(*r.retry_after, options_.retry_after_cap_seconds) : backoff(k);
-      if (wait > 0) std::this_thread::sleep_for(to_duration(wait));
     }
     reply.latency_seconds = std::chrono::duration<double>(steady::now() - start).count();
     if (reply.status == call_status::failed && reply.attempts > 1)
@@ -703,9 +803,10 @@ class http_model_client final : public model_client {
     return reply;
   }
 
-  attempt_result attempt(std::string const& body, std::uint64_t prompt_estimate) {
+  attempt_result attempt(std::string const& body, std::uint64_t prompt_estimate, double timeout_seconds,
+                         steady::time_point cut) {
     const auto start = steady::now();
-    const auto deadline = start + to_duration(options_.request_timeout_seconds);
+    const auto deadline = std::min(cut, start + to_duration(timeout_seconds));
     const auto connect_deadline = std::min(deadline, start + to_duration(options_.connect_timeout_seconds));
     const std::string connect_limit = "connect_timeout_seconds = " + seconds_text(options_.connect_timeout_seconds);
     net::io_context ioc{1};
@@ -895,26 +996,76 @@ class http_model_client final : public model_client {
     const std::string tail = said.empty() ? std::string{} : ": " + said;
     const std::string status = "HTTP " + std::to_string(code) + (reason.empty() ? "" : " " + reason);
     attempt_result r;
+    const endpoint_error said_as = read_endpoint_error(body);
+    const std::string text =
+        lower(said_as.message + " " + said_as.code + " " + said_as.param + " " + body.substr(0, 2000));
     if (code == 401 || code == 403) {
-      r = fault(options_.api_key.empty() ? "the endpoint wants a key and none was given (" + status + ")" + tail
-                                         : "the endpoint refused the key (" + status + ")" + tail,
-                false);
+      r = permanent_fault(options_.api_key.empty()
+                              ? "the endpoint wants a key and none was given (" + status + ")" + tail
+                              : "the endpoint refused the key (" + status + ")" + tail +
+                                    " (the key is read from --llm-key-env, else KERNELBRAIN_LLM_KEY, OPENAI_API_KEY or "
+                                    "ANTHROPIC_API_KEY)");
     } else if (code == 404) {
-      r = fault("model '" + options_.model + "' or path " + path_ + " not found (" + status + ")" + tail, false);
+      const bool versioned = target_.path.find("/v1") != std::string::npos;
+      r = permanent_fault(
+          "model '" + options_.model + "' or path " + path_ + " not found at " + target_.authority() + " (" + status +
+          ")" + tail + " (check the model's name; OpenAI-compatible servers answer at BASE/v1/chat/completions, " +
+          "Anthropic at BASE/v1/messages" + (versioned ? "" : ": is /v1 missing from the base URL?") +
+          (options_.format == wire_format::openai ? "; for an Anthropic endpoint give --llm-api anthropic" : "") + ")");
+    } else if (code == 429 &&
+               (text.find("insufficient_quota") != std::string::npos ||
+                text.find("exceeded your current quota") != std::string::npos ||
+                text.find("credit balance") != std::string::npos || text.find("billing") != std::string::npos)) {
+      r = permanent_fault("the account's quota or credit is spent (" + status + ")" + tail +
+                          ": asking again will not help until it is topped up");
     } else if (code == 429) {
       r = fault("rate limited (" + status + ")" + tail, true);
     } else if (code == 408) {
       r = fault("the server timed out reading the request (" + status + ")" + tail, true);
     } else if (code >= 500 && code != 501) {
       r = fault("server error (" + status + ")" + tail, true);
-    } else if (code == 400) {
-      r = fault("the endpoint rejected the request (" + status + ")" + tail, false);
+    } else if (code == 400 || code == 422) {
+      r = permanent_fault(refusal(said_as, text, status, tail));
     } else {
-      r = fault("unexpected answer (" + status + ")" + tail, false);
+      r = permanent_fault("unexpected answer (" + status + ")" + tail);
     }
     if (r.retry && !retry_after.empty())
       r.retry_after = parse_retry_after(retry_after, static_cast<std::int64_t>(std::time(nullptr)));
     return r;
+  }
+
+  /// What a 400 (or 422) says, and the option that changes it: a refused parameter, a prompt and
+  /// reply over the model's context, or another refusal.
+  [[nodiscard]] std::string refusal(endpoint_error const& e, std::string const& text, std::string const& status,
+                                    std::string const& tail) const {
+    auto names = [&](std::string_view p) {
+      return e.param == p || text.find("'" + std::string(p) + "'") != std::string::npos ||
+             text.find("\"" + std::string(p) + "\"") != std::string::npos ||
+             text.find("`" + std::string(p) + "`") != std::string::npos;
+    };
+    const bool unsupported =
+        text.find("unsupported") != std::string::npos || text.find("not supported") != std::string::npos ||
+        text.find("does not support") != std::string::npos || text.find("unrecognized") != std::string::npos ||
+        text.find("extra inputs are not permitted") != std::string::npos || text.find("unknown") != std::string::npos;
+    if (text.find("context length") != std::string::npos || text.find("context window") != std::string::npos ||
+        text.find("maximum context") != std::string::npos || text.find("prompt is too long") != std::string::npos ||
+        text.find("too many tokens") != std::string::npos)
+      return "the prompt and the reply limit do not fit the model's context (" + status + ")" + tail +
+             ": lower --llm-max-tokens (http_client_options::max_tokens), or serve the model with a longer context";
+    if (names("temperature"))
+      return "the endpoint refused the parameter 'temperature' (" + status + ")" + tail +
+             ": leave --llm-temperature out (then none is sent: the model's default), or give one it accepts";
+    for (token_parameter t : {token_parameter::max_tokens, token_parameter::max_completion_tokens})
+      if (names(to_string(t)) && (unsupported || e.param == to_string(t))) {
+        const token_parameter other =
+            t == token_parameter::max_tokens ? token_parameter::max_completion_tokens : token_parameter::max_tokens;
+        return "the endpoint refused the parameter '" + std::string(to_string(t)) + "' (" + status + ")" + tail +
+               ": give --llm-token-param " + std::string(to_string(other)) +
+               (options_.format == wire_format::openai ? " (or none: no reply limit sent)" : "") +
+               " (http_client_options::token_limit)";
+      }
+    if (!e.param.empty()) return "the endpoint refused the parameter '" + e.param + "' (" + status + ")" + tail;
+    return "the endpoint rejected the request (" + status + ")" + tail;
   }
 
   [[nodiscard]] attempt_result parse_reply(std::string const& body, std::uint64_t prompt_estimate) const {
@@ -999,9 +1150,47 @@ class http_model_client final : public model_client {
   std::mutex slots_mu_;
   std::condition_variable slots_cv_;
   std::size_t in_flight_ = 0;
+  token_parameter token_field_ = token_parameter::max_tokens;  ///< how the reply limit is sent
+  mutable std::mutex deadline_mu_;
+  steady::time_point deadline_ = steady::time_point::max();  ///< set_deadline's
 };
 
 }  // namespace http_detail
+
+KERNELBRAIN_DECL token_parameter parse_token_parameter(std::string_view text) {
+  const std::string l = http_detail::lower(http_detail::trim(text));
+  for (token_parameter t : {token_parameter::automatic, token_parameter::max_tokens,
+                            token_parameter::max_completion_tokens, token_parameter::none})
+    if (l == to_string(t)) return t;
+  throw error("unknown reply-limit parameter '" + std::string(text) +
+              "': expected auto, max_tokens, max_completion_tokens or none");
+}
+
+KERNELBRAIN_DECL std::string normalize_base_url(std::string_view base_url, wire_format format) {
+  std::string u(http_detail::trim(base_url));
+  if (u.empty()) return format == wire_format::anthropic ? "https://api.anthropic.com/v1" : "https://api.openai.com/v1";
+  while (u.size() > 1 && u.back() == '/') u.pop_back();
+  const auto scheme = u.find("://");
+  const auto path = scheme == std::string::npos ? std::string::npos : u.find('/', scheme + 3);
+  if (scheme != std::string::npos && path == std::string::npos) u += "/v1";  // no path at all: the SDKs' base URL
+  return u;
+}
+
+KERNELBRAIN_DECL std::optional<wire_format> infer_wire_format(std::string_view base_url) {
+  const std::string l = http_detail::lower(http_detail::trim(base_url));
+  std::string u = l;
+  while (!u.empty() && u.back() == '/') u.pop_back();
+  if (u.ends_with("/messages")) return wire_format::anthropic;
+  if (u.ends_with("/chat/completions")) return wire_format::openai;
+  const auto scheme = l.find("://");
+  const auto host_start = scheme == std::string::npos ? 0 : scheme + 3;
+  const auto host_end = l.find_first_of("/:?", host_start);
+  const std::string host =
+      l.substr(host_start, host_end == std::string::npos ? std::string::npos : host_end - host_start);
+  if (host == "anthropic.com" || host.ends_with(".anthropic.com")) return wire_format::anthropic;
+  if (host == "openai.com" || host.ends_with(".openai.com")) return wire_format::openai;
+  return std::nullopt;
+}
 
 KERNELBRAIN_DECL wire_format parse_wire_format(std::string_view text) {
   const std::string l = http_detail::lower(http_detail::trim(text));
