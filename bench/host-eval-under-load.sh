@@ -6,8 +6,8 @@
 #      (with the sanitizer stage for each family's first point) and every shape timed (3 samples after
 #      a warm-up, the calls checked as a rung's are); every refusal is counted;
 #   2. `kernelbrain eval` (the confirm rung: 30 samples at every timed shape) REPEATS times each of
-#      the best kernels the README's main job found and the one issue 24 saw refused; with ALL=1 also
-#      each family's first and last point.
+#      the best kernels the README's main job found and the one issue 24 saw refused (BEST=0: not
+#      these); with ALL=1 also each family's first and last point, with ALL=first its first.
 # Prints one line per eval and the tables last.
 #
 #   bash bench/host-eval-under-load.sh [BUILD_DIR] [REPEATS] [OUT_DIR]

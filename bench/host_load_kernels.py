@@ -38,11 +38,13 @@ def instantiate(root, dest):
         pdir = os.path.join(root, "examples", "problems", prob)
         d = json.load(open(os.path.join(pdir, "problem.json")))
         chosen = []
-        if os.environ.get("ALL") == "1":
+        every = os.environ.get("ALL", "0")  # 1: each family's first and last point; first: its first
+        if every in ("1", "first"):
             for h in d["catalogue"]:
                 pts = list(admitted(h["parameters"], h.get("constraints", [])))
-                chosen += [(h["name"], pts[0]), (h["name"], pts[-1])]
-        chosen += BEST.get(prob, [])
+                chosen += [(h["name"], pts[0])] + ([(h["name"], pts[-1])] if every == "1" else [])
+        if os.environ.get("BEST", "1") == "1":
+            chosen += BEST.get(prob, [])
         for fam, p in chosen:
             h = next(x for x in d["catalogue"] if x["name"] == fam)
             src = open(os.path.join(pdir, h["template"])).read()

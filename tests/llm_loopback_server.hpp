@@ -30,6 +30,7 @@
 #include <boost/json/value.hpp>
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <deque>
 #include <filesystem>
 #include <functional>
@@ -148,6 +149,22 @@ struct received_request {
     const auto u = user_text();
     return s.empty() ? u : u.empty() ? s : s + "\n" + u;
   }
+  /// Whether the body asks for a streamed reply ("stream": true).
+  [[nodiscard]] bool wants_stream() const {
+    const auto v = json();
+    if (!v.is_object()) return false;
+    auto const* st = v.get_object().if_contains("stream");
+    return st != nullptr && st->is_bool() && st->get_bool();
+  }
+  /// Whether an OpenAI-format body asks for usage in the stream (stream_options.include_usage).
+  [[nodiscard]] bool wants_stream_usage() const {
+    const auto v = json();
+    if (!v.is_object()) return false;
+    auto const* so = v.get_object().if_contains("stream_options");
+    if (so == nullptr || !so->is_object()) return false;
+    auto const* u = so->get_object().if_contains("include_usage");
+    return u != nullptr && u->is_bool() && u->get_bool();
+  }
   /// A number field of the body ("max_tokens", "temperature"); nullopt if absent.
   [[nodiscard]] std::optional<double> number(std::string_view key) const {
     const auto v = json();
@@ -176,6 +193,9 @@ struct server_action {
     huge,       ///< 200 with a body of `bytes` bytes (chunked if `chunked`)
     drip,       ///< 200, then one byte of body every `interval`, forever (chunked)
     raw,        ///< `body` written as it is, then close
+    events,     ///< 200 text/event-stream (chunked) with `body` as the events, ended properly
+    stream_cut,    ///< a streamed reply's first half of events, then close mid-stream
+    stream_stall,  ///< a streamed reply's first half of events, then silence until the server stops
   };
   kind what = kind::reply;
   std::string text = "ok";
@@ -189,6 +209,8 @@ struct server_action {
   bool chunked = false;
   std::chrono::milliseconds delay{0};
   std::chrono::milliseconds interval{100};
+  /// Streamed replies: the pause between two events (0: all at once).
+  std::chrono::milliseconds event_interval{0};
 
   static server_action reply(std::string text) {
     server_action a;
@@ -235,6 +257,29 @@ struct server_action {
   static server_action drip(std::chrono::milliseconds interval = std::chrono::milliseconds(100)) {
     server_action a = of(kind::drip);
     a.interval = interval;
+    return a;
+  }
+  /// `sse` (events as they go on the wire) as a text/event-stream body.
+  static server_action events(std::string sse) {
+    server_action a = of(kind::events);
+    a.body = std::move(sse);
+    return a;
+  }
+  /// A reply of `text` streamed in the request's format, cut (connection closed) or stalled halfway.
+  static server_action stream_cut(std::string text) {
+    server_action a = of(kind::stream_cut);
+    a.text = std::move(text);
+    return a;
+  }
+  static server_action stream_stall(std::string text) {
+    server_action a = of(kind::stream_stall);
+    a.text = std::move(text);
+    return a;
+  }
+  /// The same action, its events (when streamed) `d` apart.
+  [[nodiscard]] server_action paced(std::chrono::milliseconds d) const {
+    server_action a = *this;
+    a.event_interval = d;
     return a;
   }
   static server_action raw(std::string bytes) {
@@ -296,6 +341,63 @@ inline std::string reply_body(bool anthropic, std::string_view text, std::string
                                 {"total_tokens", usage->input + usage->output}};
   }
   return json::serialize(o);
+}
+
+/// A reply streamed as the provider streams it, as a list of server-sent events (each ending in a
+/// blank line): OpenAI chat-completion chunks (a role chunk, the text in pieces of 16 bytes, a chunk
+/// with the finish reason, a usage chunk when `include_usage`, "[DONE]"), or Anthropic message
+/// events (message_start, content_block_start, ping, text deltas, content_block_stop,
+/// message_delta with the stop reason and output tokens, message_stop).
+inline std::vector<std::string> stream_events(bool anthropic, std::string_view text, std::string_view finish,
+                                              std::optional<usage_counts> usage, std::string_view model,
+                                              bool include_usage) {
+  namespace json = boost::json;
+  const auto s = [](std::string_view v) { return json::value(json::string_view(v.data(), v.size())); };
+  std::vector<std::string> pieces;
+  for (std::size_t at = 0; at < text.size(); at += 16) pieces.emplace_back(text.substr(at, 16));
+  std::vector<std::string> out;
+  const auto event = [&](std::string_view name, json::object const& o) {
+    out.push_back((name.empty() ? std::string{} : "event: " + std::string(name) + "\n") +
+                  "data: " + json::serialize(o) + "\n\n");
+  };
+  if (anthropic) {
+    json::object message{{"id", "msg_loopback"}, {"type", "message"}, {"role", "assistant"}, {"model", s(model)},
+                         {"content", json::array{}}, {"stop_reason", nullptr}};
+    if (usage) message["usage"] = json::object{{"input_tokens", usage->input}, {"output_tokens", 1}};
+    event("message_start", {{"type", "message_start"}, {"message", message}});
+    event("content_block_start",
+          {{"type", "content_block_start"}, {"index", 0}, {"content_block", {{"type", "text"}, {"text", ""}}}});
+    event("ping", {{"type", "ping"}});
+    for (auto const& p : pieces)
+      event("content_block_delta",
+            {{"type", "content_block_delta"}, {"index", 0}, {"delta", {{"type", "text_delta"}, {"text", s(p)}}}});
+    event("content_block_stop", {{"type", "content_block_stop"}, {"index", 0}});
+    json::object delta{{"type", "message_delta"},
+                       {"delta", {{"stop_reason", s(finish.empty() ? "end_turn" : finish)}, {"stop_sequence", nullptr}}}};
+    if (usage) delta["usage"] = json::object{{"output_tokens", usage->output}};
+    event("message_delta", delta);
+    event("message_stop", {{"type", "message_stop"}});
+    return out;
+  }
+  const auto chunk = [&](json::object delta, json::value finish_reason) {
+    json::object choice{{"index", 0}, {"delta", std::move(delta)}, {"finish_reason", std::move(finish_reason)}};
+    return json::object{{"id", "chatcmpl-loopback"}, {"object", "chat.completion.chunk"}, {"created", 1},
+                        {"model", s(model)}, {"choices", json::array{choice}}};
+  };
+  event("", chunk({{"role", "assistant"}, {"content", ""}}, nullptr));
+  for (auto const& p : pieces) event("", chunk({{"content", s(p)}}, nullptr));
+  event("", chunk({}, s(finish.empty() ? "stop" : finish)));
+  if (usage && include_usage)
+    event("", {{"id", "chatcmpl-loopback"},
+               {"object", "chat.completion.chunk"},
+               {"created", 1},
+               {"model", s(model)},
+               {"choices", json::array{}},
+               {"usage", {{"prompt_tokens", usage->input},
+                          {"completion_tokens", usage->output},
+                          {"total_tokens", usage->input + usage->output}}}});
+  out.emplace_back("data: [DONE]\n\n");
+  return out;
 }
 
 struct tls_files {
@@ -367,6 +469,9 @@ class loopback_server {
     const std::lock_guard lock(mu_);
     handler_ = std::move(h);
   }
+  /// Whether replies are streamed when a request asks for it (the default), or sent whole as a
+  /// server that ignores "stream" does.
+  void set_streaming(bool on) { streaming_ = on; }
   /// Answer CONNECT host:port by relaying bytes to it (an http proxy for https targets).
   void enable_tunnels() { tunnels_ = true; }
 
@@ -526,6 +631,11 @@ class loopback_server {
       case kind::openai:
       case kind::anthropic: {
         const bool anthropic = a.what == kind::anthropic || (a.what == kind::reply && r.is_anthropic());
+        if (streaming_ && r.wants_stream()) {
+          send_events(s, a, stream_events(anthropic, a.text, a.finish_reason, a.usage, a.model, r.wants_stream_usage()),
+                      events_end::whole);
+          return;
+        }
         const std::string body = reply_body(anthropic, a.text, a.finish_reason, a.usage, a.model);
         send(head(200, "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n") + body);
         return;
@@ -573,7 +683,45 @@ class loopback_server {
       case kind::raw:
         send(a.body);
         return;
+      case kind::events:
+        send_events(s, a, {a.body}, events_end::whole);
+        return;
+      case kind::stream_cut:
+      case kind::stream_stall: {
+        auto events =
+            stream_events(r.is_anthropic(), a.text, a.finish_reason, a.usage, a.model, r.wants_stream_usage());
+        events.resize(events.size() / 2);
+        send_events(s, a, events, a.what == kind::stream_cut ? events_end::cut : events_end::stall);
+        return;
+      }
     }
+  }
+
+  enum class events_end { whole, cut, stall };
+
+  /// 200 text/event-stream, chunked, one chunk per event (`a.event_interval` apart), then the
+  /// chunked terminator (whole), nothing (cut: the caller closes), or silence until the server stops.
+  template <class Stream>
+  void send_events(Stream& s, server_action const& a, std::vector<std::string> const& events, events_end end) {
+    namespace net = loopback_detail::net;
+    error_code ec;
+    const auto send = [&](std::string const& bytes) {
+      net::write(s, net::buffer(bytes), ec);
+      return !ec;
+    };
+    if (!send("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
+              "Connection: close\r\nTransfer-Encoding: chunked\r\n\r\n"))
+      return;
+    for (std::size_t i = 0; i < events.size(); ++i) {
+      if (i > 0 && a.event_interval.count() > 0 && !nap(a.event_interval)) return;
+      char size[32];
+      std::snprintf(size, sizeof size, "%zx\r\n", events[i].size());
+      if (!send(size + events[i] + "\r\n")) return;
+    }
+    if (end == events_end::whole) send("0\r\n\r\n");
+    if (end == events_end::stall)
+      while (nap(std::chrono::milliseconds(50))) {
+      }
   }
 
   void tunnel(tcp::socket& client, std::string const& target, boost::beast::flat_buffer& buffer) {
@@ -624,6 +772,7 @@ class loopback_server {
 #endif
   std::atomic<bool> stopping_{false};
   std::atomic<bool> tunnels_{false};
+  std::atomic<bool> streaming_{true};
   std::atomic<std::size_t> connections_{0};
   std::atomic<std::size_t> tunnels_opened_{0};
   mutable std::mutex mu_;

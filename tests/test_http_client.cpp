@@ -159,6 +159,7 @@ TEST_CASE("http_client: Anthropic format, headers, system field and text parts c
 TEST_CASE("http_client: a slow reply within the timeout is read, one beyond it and an endless drip time out") {
   loopback_server server;
   auto o = options_for(server);
+  o.stream = false;  // whole replies: a total per attempt (streamed ones: tests/test_llm_endpoint.cpp)
   o.request_timeout_seconds = 3;
   server.push(server_action::reply("slow").after(milliseconds(300)));
   {
@@ -393,8 +394,11 @@ TEST_CASE("http_client: an unknown model (404) fails at once, at check() too") {
   o.model = "loopback-model";
   auto good = make_http_client(o);
   CHECK_NOTHROW(good->check(ask("hi")));
-  const auto last = server.requests().back();
-  CHECK(last.number("max_tokens") == 256);  // the request it was given to look like
+  // The check's chat request (after it, the client asks the server what context it serves).
+  const auto sent = server.requests();
+  const auto last = std::find_if(sent.rbegin(), sent.rend(), [](auto const& r) { return r.method == "POST"; });
+  REQUIRE(last != sent.rend());
+  CHECK(last->number("max_tokens") == 256);  // the request it was given to look like
 }
 
 TEST_CASE("http_client: check() against a closed port says the connection was refused") {

@@ -6,6 +6,7 @@
 // that bounds how many prompts a model that never writes code is sent.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <kernelbrain/generate/llm/http_client.hpp>
@@ -138,7 +139,8 @@ TEST_CASE("endpoint: the start-up check sends the search's request shape and fai
     if (prompt + limit > 4096)
       return server_action::status(
           400, R"({"object":"error","message":"This model's maximum context length is 4096 tokens. However, you )"
-               R"(requested )" + std::to_string(static_cast<int>(prompt + limit)) +
+               R"(requested )" +
+                   std::to_string(static_cast<int>(prompt + limit)) +
                    R"( tokens. Please reduce the length of the messages or completion.","type":"BadRequestError",)"
                    R"("param":null,"code":400})");
     return server_action::openai("ok");
@@ -241,16 +243,40 @@ namespace {
 /// the only generator), `extra` appended.
 kb_test::cli_run tune_with(loopback_server const& server, kb_test::temp_dir const& dir,
                            std::vector<std::string> const& extra) {
-  std::vector<std::string> args = {"tune", "softmax", "--backend", "host", "--strategy", "llm-only",
-                                   "--model", "loopback-model", "--llm-url", server.url(), "--llm-retries", "0",
-                                   "--no-progress", "--seed", "1", "--journal", (dir / "run.jsonl").string()};
+  std::vector<std::string> args = {"tune",
+                                   "softmax",
+                                   "--backend",
+                                   "host",
+                                   "--strategy",
+                                   "llm-only",
+                                   "--model",
+                                   "loopback-model",
+                                   "--llm-url",
+                                   server.url(),
+                                   "--llm-retries",
+                                   "0",
+                                   "--no-progress",
+                                   "--seed",
+                                   "1",
+                                   "--journal",
+                                   (dir / "run.jsonl").string()};
   args.insert(args.end(), extra.begin(), extra.end());
   return kb_test::run_cli(args, dir);
 }
 
-/// The first request (the start-up check) is answered; the rest by `then`.
+/// Chat requests (POSTs) the server received: not the client's GETs of what the server serves.
+std::size_t chat_requests(loopback_server const& server) {
+  const auto all = server.requests();
+  return static_cast<std::size_t>(std::count_if(all.begin(), all.end(), [](auto const& r) { return r.method == "POST"; }));
+}
+
+/// The start-up check (the first request) answered, probes of the server refused as a server that
+/// serves nothing but chat completions would, then `then`.
 loopback_server::handler check_then(loopback_server::handler then) {
-  return [then](received_request const& r) { return r.index == 0 ? server_action::openai("ok") : then(r); };
+  return [then](received_request const& r) {
+    if (r.method != "POST") return server_action::status(404, R"({"error":{"message":"no such path"}})");
+    return r.index == 0 ? server_action::openai("ok") : then(r);
+  };
 }
 
 }  // namespace
@@ -271,7 +297,7 @@ TEST_CASE("endpoint CLI: a permanent error stops the search at once, loudly, wit
   CHECK(contains(r.err, "the search stopped"));
   CHECK(contains(r.err, "--resume"));
   // Stopped after the first batch: no more prompts to an endpoint that refuses them all.
-  CHECK(server.request_count() <= 1 + 8);
+  CHECK(chat_requests(server) <= 1 + 8);
   const std::string journal = read_file(dir / "run.jsonl");
   CHECK(contains(journal, "\"status\":\"failed\""));
   CHECK(contains(journal, "\"kind\":\"suspended\""));
@@ -289,7 +315,7 @@ TEST_CASE("endpoint CLI: failures in a row stop the search with a non-zero exit"
   CHECK(contains(r.err, "model requests in a row failed"));
   // One line per kind as they happen, with counts, not one per failure.
   CHECK(contains(r.err, "times so far"));
-  CHECK(server.request_count() <= 1 + 5 + 8);  // the check, the failures, at most one more batch in flight
+  CHECK(chat_requests(server) <= 1 + 5 + 8);  // the check, the failures, at most one more batch in flight
 }
 
 TEST_CASE("endpoint CLI: --wall holds against a server that stops answering") {
@@ -300,8 +326,8 @@ TEST_CASE("endpoint CLI: --wall holds against a server that stops answering") {
   const auto start = std::chrono::steady_clock::now();
   // Focused on the medium shape (not the large one), so that the baseline (timed before the search starts asking) is
   // short on a busy machine too and the model's requests are in flight when the wall comes.
-  const auto r = tune_with(server, dir,
-                           {"--budget", "1000evals", "--wall", "20", "--llm-timeout", "600", "--focus", "256x4096"});
+  const auto r =
+      tune_with(server, dir, {"--budget", "1000evals", "--wall", "20", "--llm-timeout", "600", "--focus", "256x4096"});
   const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   INFO(r.err);
   MESSAGE("--wall 20 against a silent server ended after ", took, " s");
@@ -326,8 +352,40 @@ TEST_CASE("endpoint CLI: a budget in evaluations bounds the prompts a model that
   CHECK(contains(r.err, "32 candidates"));
   CHECK(contains(r.err, "8 evaluations x"));
   // At most four prompts per evaluation the budget allows, and what was in flight at the stop.
-  MESSAGE("prompts sent with --budget 8evals: ", server.request_count() - 1);
-  CHECK(server.request_count() - 1 <= 4 * 8 + 16);
+  MESSAGE("prompts sent with --budget 8evals: ", chat_requests(server) - 1);
+  CHECK(chat_requests(server) - 1 <= 4 * 8 + 16);
+}
+
+TEST_CASE("endpoint CLI: a context too short for the search is a warning before the first prompt, and --llm-no-stream asks for whole replies") {
+  const kb_test::temp_dir dir("endpoint_context");
+  loopback_server server;
+  // A vLLM server serving the model with an 8192-token context: the default 16384-token reply
+  // limit cannot fit.
+  server.set_handler([](received_request const& r) {
+    if (r.method == "GET" && r.target == "/v1/models")
+      return server_action::status(
+          200, R"({"object":"list","data":[{"id":"loopback-model","object":"model","max_model_len":8192}]})");
+    if (r.method != "POST") return server_action::status(404, R"({"error":{"message":"no such path"}})");
+    return server_action::openai("no code here");
+  });
+  auto r = tune_with(server, dir, {"--budget", "2evals"});
+  INFO(r.err);
+  CHECK(r.exit_code == 0);
+  const auto warning = r.err.find("kernelbrain tune: warning: the server reports a context of 8192 tokens");
+  CHECK(warning != std::string::npos);
+  CHECK(contains(r.err, "--llm-max-tokens"));
+  // Before the first prompt of the search: the check is the only chat request before the warning.
+  const auto all = server.requests();
+  CHECK(all.front().wants_stream());
+  CHECK(all.front().method == "POST");
+
+  // --llm-no-stream: whole replies asked for, and said so.
+  const kb_test::temp_dir dir2("endpoint_no_stream");
+  r = tune_with(server, dir2, {"--budget", "2evals", "--llm-no-stream", "--llm-max-tokens", "2048"});
+  CHECK(r.exit_code == 0);
+  CHECK_FALSE(contains(r.err, "warning: the server reports a context"));  // 2048 out fits
+  CHECK_FALSE(server.requests().back().wants_stream());
+  CHECK(contains(r.out + r.err, "whole replies"));
 }
 
 #endif

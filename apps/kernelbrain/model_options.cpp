@@ -78,7 +78,18 @@ model_arguments::model_arguments(CLI::App& cmd) {
                  "search does not depend on the model's latency either way)")
       ->group(g)
       ->type_name("N");
-  cmd.add_option("--llm-timeout", timeout_, "seconds per request attempt (default 600)")->group(g)->type_name("S");
+  cmd.add_option("--llm-idle-timeout", idle_timeout_,
+                 "streamed replies: most seconds without a byte, waiting for the reply or\n"
+                 "within it, before the attempt is retried (default 120; no total limit)")
+      ->group(g)
+      ->type_name("S");
+  cmd.add_flag("--llm-no-stream", no_stream_,
+               "ask for whole replies, not streamed ones (for a server that refuses\n"
+               "\"stream\"); --llm-timeout then limits each attempt")
+      ->group(g);
+  cmd.add_option("--llm-timeout", timeout_, "seconds per request attempt for whole replies (default 300)")
+      ->group(g)
+      ->type_name("S");
   cmd.add_option("--llm-retries", retries_, "retries on 429, 5xx, resets and timeouts (default 4)")
       ->group(g)
       ->type_name("N");
@@ -126,6 +137,8 @@ model_options model_arguments::finish() const {
     throw usage_error("--llm-concurrency and --llm-max-tokens must be at least 1");
   o.lag = static_cast<std::size_t>(std::min<std::uint64_t>(parse_count(lag_, "--llm-lag 1"), 64));
   o.timeout_seconds = positive_number(timeout_, "--llm-timeout");
+  o.idle_timeout_seconds = positive_number(idle_timeout_, "--llm-idle-timeout");
+  o.stream = !no_stream_;
   o.retries = static_cast<unsigned>(std::min<std::uint64_t>(parse_count(retries_, "--llm-retries 4"), 100));
   if (!price_.empty()) {
     const auto comma = price_.find(',');
@@ -194,6 +207,8 @@ std::shared_ptr<model_setup const> make_model(model_options const& o, std::span<
       throw usage_error(fmt::format("--llm-key-env: the variable {} is not set or empty", o.key_env));
     h.concurrency = o.concurrency;
     h.request_timeout_seconds = o.timeout_seconds;
+    h.idle_timeout_seconds = o.idle_timeout_seconds;
+    h.stream = o.stream;
     h.max_retries = o.retries;
     h.ca_file = o.ca_file;
     h.price_per_input_token = o.price_in_per_million / 1e6;
@@ -206,7 +221,7 @@ std::shared_ptr<model_setup const> make_model(model_options const& o, std::span<
   like.prompt = llm::prompt_builder(setup->templates).sample(p);
   like.max_tokens = o.max_tokens;
   like.temperature = o.temperature;
-  client->check(like);
+  for (auto const& warning : client->check(like)) fmt::print(stderr, "kernelbrain tune: warning: {}\n", warning);
   describe = client->describe();
   setup->client = std::move(client);
   return setup;

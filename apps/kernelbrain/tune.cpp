@@ -305,6 +305,7 @@ int search_and_report(tune_options const& o, problem const& prob, std::string co
     if (o.resume && o.journal && std::filesystem::exists(*o.journal))
       for (auto const& je : read_journal(*o.journal).exchanges) resumed.push_back(je.x);
     model = make_model(o.model, resumed, model_text, prob);
+    fmt::print(stderr, "model: {}\n", model_text);
     if (backend == "host")
       fmt::print(stderr, "host candidates written by the model run natively, each in a process of its own under {}\n",
                  host_sandbox_summary());

@@ -87,18 +87,29 @@ struct http_client_options {
   std::size_t max_tokens = 0;
   /// How the reply-token limit is sent (see token_parameter).
   token_parameter token_limit = token_parameter::automatic;
-  /// Seconds the start-up check waits for its one-word reply, per attempt (at most
-  /// request_timeout_seconds): a server that accepts and never answers fails the check this soon.
+  /// Seconds the start-up check waits for its one-word reply, per attempt, in all (streamed or not;
+  /// at most request_timeout_seconds): a server that accepts and never answers fails the check this
+  /// soon.
   double check_timeout_seconds = 120;
   /// Requests in flight at once (complete_all's width; complete() from more threads waits). >= 1.
   std::size_t concurrency = 4;
+  /// Ask for the reply as a stream of server-sent events ("stream": true; OpenAI format also
+  /// "stream_options": {"include_usage": true}), read as it is generated, so that a long generation
+  /// is limited by idle_timeout_seconds rather than by a total. A server that answers with a whole
+  /// JSON reply instead is read as such. false: whole replies, limited by request_timeout_seconds.
+  bool stream = true;
+  /// Streamed replies (stream = true), per attempt: the longest wait for the reply's headers and
+  /// between any two reads of its body (a stalled stream is retried); there is no total.
+  double idle_timeout_seconds = 120;
   double connect_timeout_seconds = 10;   ///< resolve, connect, proxy CONNECT and TLS handshake, per attempt
-  double request_timeout_seconds = 600;  ///< per attempt, the whole exchange from connect to last byte
+  double request_timeout_seconds = 300;  ///< stream = false: per attempt, the exchange from connect to last byte
   unsigned max_retries = 4;              ///< attempts after the first, on retryable faults only
   double backoff_base_seconds = 1;       ///< retry k (from 0) waits uniform(0, min(max, base * 2^k)) ("full jitter")
   double backoff_max_seconds = 30;
   double retry_after_cap_seconds = 120;                ///< a server's Retry-After is honoured up to this
-  std::size_t max_reply_bytes = std::size_t{8} << 20;  ///< reply body limit (8 MiB); a larger one is not read
+  /// Reply body limit (8 MiB); a larger one is not read. A streamed reply's text is held to it, and
+  /// its events (framing, JSON and all) to 32 times it.
+  std::size_t max_reply_bytes = std::size_t{8} << 20;
   /// A PEM file of CA certificates trusted in addition to the system's default paths.
   std::string ca_file;
   /// Verify the server's certificate chain and host name (the default). false: any certificate is

@@ -105,8 +105,12 @@ class model_client {
   [[nodiscard]] virtual std::string describe() const = 0;
   /// The start-up check, with a request shaped like the search's (`like`: its token limit and
   /// temperature, a prompt of its size), so that what the endpoint would refuse later is refused here;
-  /// the model is asked for one word. Throws kernelbrain::error saying what to change.
-  virtual void check(chat_request const& like) { (void)like; }
+  /// the model is asked for one word. Throws kernelbrain::error saying what to change. Returns
+  /// warnings for the user (a server context that later, longer prompts may not fit, ...), one line each.
+  virtual std::vector<std::string> check(chat_request const& like) {
+    (void)like;
+    return {};
+  }
   /// No request runs past `deadline`: those sent after it are cancelled at once, those in flight are
   /// cut there, retries are not started (call_status::cancelled). A search sets its wall limit here.
   virtual void set_deadline(std::chrono::steady_clock::time_point deadline) { (void)deadline; }

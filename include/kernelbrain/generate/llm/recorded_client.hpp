@@ -57,8 +57,8 @@ class recorded_client final : public model_client {
   void set_deadline(std::chrono::steady_clock::time_point deadline) override {
     if (fallback_) fallback_->set_deadline(deadline);
   }
-  void check(chat_request const& like) override {
-    if (fallback_) fallback_->check(like);
+  std::vector<std::string> check(chat_request const& like) override {
+    return fallback_ ? fallback_->check(like) : std::vector<std::string>{};
   }
   [[nodiscard]] std::size_t recorded() const noexcept { return answers_.size(); }
 

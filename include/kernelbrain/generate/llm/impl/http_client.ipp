@@ -43,6 +43,7 @@
 #include <utility>
 #include <vector>
 #include "kernelbrain/core/error.hpp"
+#include "kernelbrain/generate/llm/detail/stream_decoder.hpp"
 #include "kernelbrain/generate/llm/http_client.hpp"
 #include "kernelbrain/version.hpp"
 #if defined(KERNELBRAIN_HAVE_OPENSSL)
@@ -376,11 +377,14 @@ inline steady::duration to_duration(double seconds) {
   return std::chrono::duration_cast<steady::duration>(std::chrono::duration<double>(s));
 }
 
-inline std::string seconds_text(double s) {
+/// The shortest text of a number (0.5, 120, 1e-05).
+inline std::string number_text(double v) {
   char buf[32];
-  const auto r = std::to_chars(buf, buf + sizeof buf, s);
-  return std::string(buf, r.ptr) + " s";
+  const auto r = std::to_chars(buf, buf + sizeof buf, v);
+  return {buf, r.ptr};
 }
+/// Seconds for messages: "0.5 s".
+inline std::string seconds_text(double s) { return number_text(s) + " s"; }
 
 /// A short, printable, bounded excerpt of a server's message: the JSON error message where there is
 /// one (OpenAI, Anthropic, vLLM, FastAPI shapes), else the start of the body.
@@ -476,9 +480,22 @@ inline std::string lower_message(error_code const& ec) {
 
 /// One attempt's outcome: the reply (ok, cut or failed) and whether a failure may be retried.
 struct attempt_result {
-  chat_reply reply;
+  chat_reply reply;  ///< a probe's (not a chat request's) reply: its body in text
   bool retry = false;
   std::optional<double> retry_after;
+  unsigned code = 0;  ///< the HTTP status, when one came
+};
+
+/// One HTTP exchange: a chat request (its reply decoded as one) or a probe of the server (a GET or
+/// a small POST whose status and body are returned as they came).
+struct http_call {
+  bhttp::verb method = bhttp::verb::post;
+  std::string path;  ///< the request path (absolute-form to an http proxy is derived from it)
+  std::string body;  ///< JSON; empty for a GET
+  bool chat = true;
+  bool stream = false;  ///< a streamed chat reply was asked for: reads are limited by the idle timeout
+  std::uint64_t prompt_estimate = 0;
+  std::string total_limit;  ///< names the total limit in messages ("request_timeout_seconds = 300")
 };
 
 inline attempt_result fault(std::string why, bool retry) {
@@ -541,6 +558,7 @@ class http_model_client final : public model_client {
     };
     positive(options_.connect_timeout_seconds, "connect_timeout_seconds");
     positive(options_.request_timeout_seconds, "request_timeout_seconds");
+    positive(options_.idle_timeout_seconds, "idle_timeout_seconds");
     const auto non_negative = [&](double v, char const* name) {
       if (!(v >= 0) || !std::isfinite(v)) fail(std::string(name) + " must be 0 or more");
     };
@@ -556,6 +574,9 @@ class http_model_client final : public model_client {
     if (options_.format == wire_format::anthropic && options_.token_limit == token_parameter::none)
       fail("the Anthropic messages API requires max_tokens: token_limit none is for OpenAI-compatible endpoints");
 
+    if (options_.temperature >= 0) {
+      if (auto why = temperature_refusal(options_.temperature)) fail(*why);
+    }
     options_.base_url = normalize_base_url(options_.base_url, options_.format);
     target_ = parse_url(options_.base_url, "http model client: base_url");
     if (!target_.userinfo.empty())
@@ -597,7 +618,6 @@ class http_model_client final : public model_client {
         secrets_.push_back(proxy_authorization_.substr(6));
       }
     }
-    request_target_ = proxy_ && target_.scheme == "http" ? endpoint_ : path_;  // absolute-form to a proxy
     if (!options_.api_key.empty()) secrets_.insert(secrets_.begin(), options_.api_key);
 
 #if defined(KERNELBRAIN_HAVE_OPENSSL)
@@ -632,7 +652,10 @@ class http_model_client final : public model_client {
   [[nodiscard]] std::string describe() const override {
     std::string d = "http model client: " + std::string(to_string(options_.format)) + " format, model '" +
                     options_.model + "', endpoint " + endpoint_ + ", concurrency " +
-                    std::to_string(options_.concurrency) + ", reply limit as " + std::string(to_string(token_field_));
+                    std::to_string(options_.concurrency) + ", reply limit as " + std::string(to_string(token_field_)) +
+                    (options_.stream ? ", streamed (idle timeout " + seconds_text(options_.idle_timeout_seconds) + ")"
+                                     : ", whole replies (timeout " + seconds_text(options_.request_timeout_seconds) +
+                                           ")");
     if (proxy_) d += ", via proxy " + proxy_->authority();
     if (target_.scheme == "https") {
       if (!options_.verify_tls)
@@ -643,23 +666,159 @@ class http_model_client final : public model_client {
     return redact(std::move(d));
   }
 
-  void check(chat_request const& like) override {
+  std::vector<std::string> check(chat_request const& like) override {
     // The search's request shape: its token limit and temperature, its system prompt and a user
     // message of its size; the model is asked for one word, so the check costs the prompt's tokens.
     chat_request r = like;
     r.prompt.user = "This is a start-up check of the connection, not a task: reply with the single word ok.\n\n" +
                     like.prompt.user + "\n\n(Start-up check: reply with the single word ok.)";
     const slot s(*this);
-    const chat_reply reply = run(r, std::min(options_.max_retries, 2U),
-                                 std::min(options_.check_timeout_seconds, options_.request_timeout_seconds));
+    const bool check_limits = options_.stream || options_.check_timeout_seconds <= options_.request_timeout_seconds;
+    const chat_reply reply =
+        run(r, std::min(options_.max_retries, 2U),
+            check_limits ? options_.check_timeout_seconds : options_.request_timeout_seconds,
+            check_limits ? "check_timeout_seconds" : "request_timeout_seconds");
+    const std::uint64_t prompt_tokens = reply.usage.input > 0 && !reply.usage.estimated
+                                            ? reply.usage.input
+                                            : estimate_tokens(r.prompt.system) + estimate_tokens(r.prompt.user);
     if (reply.status == call_status::failed || reply.status == call_status::cancelled)
       throw error(redact("model check failed (" + std::string(to_string(options_.format)) + " endpoint " + endpoint_ +
                          ", model '" + options_.model + "', a request like the search's: " +
-                         std::to_string(estimate_tokens(r.prompt.system) + estimate_tokens(r.prompt.user)) +
-                         " prompt tokens (estimated), " + std::string(to_string(token_field_)) + " " +
-                         std::to_string(effective_max_tokens(r)) +
-                         (temperature_of(r) ? ", temperature " + seconds_text(*temperature_of(r)) : std::string()) +
+                         std::to_string(prompt_tokens) + " prompt tokens" +
+                         (reply.usage.input > 0 && !reply.usage.estimated ? ", " : " (estimated), ") +
+                         std::string(to_string(token_field_)) + " " + std::to_string(effective_max_tokens(r)) +
+                         (temperature_of(r) ? ", temperature " + number_text(*temperature_of(r)) : std::string()) +
                          "): " + reply.error));
+    std::vector<std::string> warnings;
+    if (options_.format == wire_format::openai) {
+      try {
+        if (auto w = context_warning(prompt_tokens, effective_max_tokens(r))) warnings.push_back(redact(*w));
+      } catch (std::exception const&) {  // the probe is advice: a server that cannot answer it is not an error
+      }
+    }
+    return warnings;
+  }
+
+  /// Tokens a later prompt may hold beyond the check's: a kernel's source and its diagnosis.
+  static constexpr std::uint64_t later_prompt_headroom_tokens = 4096;
+
+  /// What the server says of the model's context (vLLM and SGLang: /v1/models max_model_len; a
+  /// router's context_length; llama.cpp's server: /props n_ctx; Ollama: /api/show num_ctx, else its
+  /// default), and a warning when the search's prompts and reply limit may not fit it.
+  [[nodiscard]] std::optional<std::string> context_warning(std::uint64_t prompt_tokens, std::size_t max_tokens) {
+    const std::string base = path_.substr(0, path_.size() - std::string_view("/chat/completions").size());
+    std::optional<std::uint64_t> context;
+    std::string source;
+    bool llama_cpp = false;
+    if (auto models = probe(bhttp::verb::get, base + "/models", {})) {
+      json::object const* entry = nullptr;
+      if (auto const* data = models->if_contains("data"); data != nullptr && data->is_array()) {
+        for (auto const& m : data->get_array())
+          if (m.is_object() && string_of(m.get_object().if_contains("id")) == options_.model) entry = &m.get_object();
+        if (entry == nullptr && data->get_array().size() == 1 && data->get_array()[0].is_object())
+          entry = &data->get_array()[0].get_object();
+      }
+      if (entry != nullptr) {
+        for (char const* key : {"max_model_len", "context_length", "context_window", "max_context_length"})
+          if (auto n = count_of(*entry, key); n && !context) {
+            context = n;
+            source = std::string(base) + "/models " + key;
+          }
+        llama_cpp = string_of(entry->if_contains("owned_by")) == "llamacpp";
+      }
+    }
+    if (!context && llama_cpp) {
+      if (auto props = probe(bhttp::verb::get, "/props", {})) {
+        auto const* settings = props->if_contains("default_generation_settings");
+        if (settings != nullptr && settings->is_object()) context = count_of(settings->get_object(), "n_ctx");
+        if (!context) context = count_of(*props, "n_ctx");
+        source = "/props n_ctx";
+      }
+    }
+    const std::uint64_t need = prompt_tokens + later_prompt_headroom_tokens + max_tokens;
+    const std::string fit = "prompts of about " + std::to_string(prompt_tokens) + " tokens (the start-up check's; " +
+                            "later ones carry a kernel and its diagnosis, up to about " +
+                            std::to_string(prompt_tokens + later_prompt_headroom_tokens) + ") and a reply limit of " +
+                            std::to_string(max_tokens) + " tokens need about " + std::to_string(need);
+    if (!context) {
+      auto version = probe(bhttp::verb::get, "/api/version", {});
+      if (!version || string_of(version->if_contains("version")).empty()) return std::nullopt;  // not Ollama
+      context = ollama_context(source);
+      if (!context)
+        return "Ollama (version " + string_of(version->if_contains("version")) + ") runs '" + options_.model +
+               "' with its default context (2048 to 4096 tokens, depending on the version, unless the server was "
+               "started with OLLAMA_CONTEXT_LENGTH) and silently cuts prompts that do not fit: " +
+               fit + ". Start it with OLLAMA_CONTEXT_LENGTH=" + std::to_string(round_up_power_of_two(need)) +
+               " ollama serve, or give the model a longer context (a Modelfile with PARAMETER num_ctx " +
+               std::to_string(round_up_power_of_two(need)) + ")";
+    }
+    if (!context || *context >= need) return std::nullopt;
+    const std::uint64_t room = *context > prompt_tokens + later_prompt_headroom_tokens
+                                   ? *context - prompt_tokens - later_prompt_headroom_tokens
+                                   : 0;
+    return "the server reports a context of " + std::to_string(*context) + " tokens for '" + options_.model + "' (" +
+           source + "), and " + fit + ": " +
+           (room >= 1024 ? "give --llm-max-tokens " + std::to_string(room) + " or less, or "
+                         : std::string("later prompts may be refused or cut; ")) +
+           "serve the model with a longer context (vLLM and SGLang: --max-model-len / --context-length; llama.cpp: "
+           "-c; Ollama: num_ctx)";
+  }
+
+  /// The context an Ollama server runs the model with: /api/ps context_length (the model is loaded:
+  /// the check asked it), else the num_ctx its Modelfile sets (/api/show); `source` names which.
+  [[nodiscard]] std::optional<std::uint64_t> ollama_context(std::string& source) {
+    if (auto ps = probe(bhttp::verb::get, "/api/ps", {}))
+      if (auto const* models = ps->if_contains("models"); models != nullptr && models->is_array())
+        for (auto const& m : models->get_array()) {
+          if (!m.is_object()) continue;
+          auto const& o = m.get_object();
+          if (string_of(o.if_contains("name")) != options_.model && string_of(o.if_contains("model")) != options_.model)
+            continue;
+          if (auto n = count_of(o, "context_length"); n && *n > 0) {
+            source = "Ollama's /api/ps context_length";
+            return n;
+          }
+        }
+    json::object show_request;
+    show_request["model"] = text(options_.model);
+    auto show = probe(bhttp::verb::post, "/api/show", json::serialize(show_request));
+    const std::string parameters = show ? string_of(show->if_contains("parameters")) : std::string{};
+    for (std::size_t at = parameters.find("num_ctx"); at != std::string::npos; at = parameters.find("num_ctx", at + 1)) {
+      std::uint64_t n = 0;
+      const char* p = parameters.c_str() + at + 7;
+      while (*p == ' ' || *p == '\t') ++p;
+      if (std::from_chars(p, parameters.c_str() + parameters.size(), n).ec == std::errc{} && n > 0) {
+        source = "Ollama's num_ctx for the model";
+        return n;
+      }
+    }
+    return std::nullopt;
+  }
+
+  [[nodiscard]] static std::uint64_t round_up_power_of_two(std::uint64_t n) {
+    std::uint64_t p = 1024;
+    while (p < n) p *= 2;
+    return p;
+  }
+
+  /// One GET or small POST to `path` on the endpoint's server, answered within 3 s: its body as a
+  /// JSON object when it answered 200 with one; nothing otherwise. A server that does not answer
+  /// one probe is not sent another (`probes_unanswered_`).
+  [[nodiscard]] std::optional<json::object> probe(bhttp::verb method, std::string path, std::string body) {
+    if (probes_unanswered_) return std::nullopt;
+    http_call call;
+    call.method = method;
+    call.path = std::move(path);
+    call.body = std::move(body);
+    call.chat = false;
+    call.total_limit = "the probe's 3 s";
+    const attempt_result r = attempt(call, std::min(3.0, options_.check_timeout_seconds), deadline());
+    probes_unanswered_ = r.reply.status != call_status::ok;
+    if (r.reply.status != call_status::ok || r.code != 200) return std::nullopt;
+    error_code ec;
+    json::value v = json::parse(r.reply.text, ec);
+    if (ec || !v.is_object()) return std::nullopt;
+    return std::move(v.get_object());
   }
 
   void set_deadline(steady::time_point deadline) override {
@@ -711,6 +870,15 @@ class http_model_client final : public model_client {
     return ceiling * (static_cast<double>(bits >> 11U) * 0x1.0p-53);
   }
 
+  /// Why a temperature cannot be sent: outside what the wire format's API allows (OpenAI: 0 to 2;
+  /// Anthropic: 0 to 1), or not a number.
+  [[nodiscard]] std::optional<std::string> temperature_refusal(double t) const {
+    const double most = options_.format == wire_format::anthropic ? 1.0 : 2.0;
+    if (std::isfinite(t) && t >= 0 && t <= most) return std::nullopt;
+    return "temperature " + number_text(t) + " is outside 0 to " + number_text(most) + ", the range the " +
+           std::string(to_string(options_.format)) + " API allows (--llm-temperature)";
+  }
+
   [[nodiscard]] std::optional<double> temperature_of(chat_request const& request) const {
     if (options_.temperature >= 0) return options_.temperature;
     return request.temperature;
@@ -748,6 +916,10 @@ class http_model_client final : public model_client {
     o["messages"] = std::move(messages);
     if (token_field_ != token_parameter::none) o[to_string(token_field_)] = static_cast<std::uint64_t>(max_tokens);
     if (temperature) o["temperature"] = *temperature;
+    if (options_.stream) {
+      o["stream"] = true;
+      if (options_.format == wire_format::openai) o["stream_options"] = json::object{{"include_usage", true}};
+    }
     return json::serialize(o);
   }
 
@@ -759,12 +931,33 @@ class http_model_client final : public model_client {
     return r;
   }
 
-  chat_reply run(chat_request const& request, unsigned max_retries, double timeout_seconds = 0) {
-    const std::string body = request_body(request);
-    const std::uint64_t prompt_estimate = estimate_tokens(request.prompt.system) + estimate_tokens(request.prompt.user);
+  /// The request with retries. `total_seconds` limits each attempt in all (the check's); 0: the
+  /// options' (request_timeout_seconds for whole replies, none for streamed ones).
+  chat_reply run(chat_request const& request, unsigned max_retries, double total_seconds = 0,
+                 std::string const& total_name = {}) {
+    if (auto t = temperature_of(request)) {
+      if (auto why = temperature_refusal(*t)) {
+        chat_reply refused;
+        refused.status = call_status::failed;
+        refused.permanent = true;
+        refused.error = *why + ": not sent";
+        return refused;
+      }
+    }
+    http_call call;
+    call.path = path_;
+    call.body = request_body(request);
+    call.stream = options_.stream;
+    call.prompt_estimate = estimate_tokens(request.prompt.system) + estimate_tokens(request.prompt.user);
+    double timeout_seconds = total_seconds;
+    if (timeout_seconds > 0) {
+      call.total_limit = total_name + " = " + seconds_text(total_seconds);
+    } else if (!options_.stream) {
+      timeout_seconds = options_.request_timeout_seconds;
+      call.total_limit = "request_timeout_seconds = " + seconds_text(timeout_seconds);
+    }
     const auto start = steady::now();
     const auto cut = deadline();
-    if (timeout_seconds <= 0) timeout_seconds = options_.request_timeout_seconds;
     chat_reply reply;
     if (start >= cut) {
       reply = cancelled(": not sent");
@@ -772,7 +965,7 @@ class http_model_client final : public model_client {
       for (unsigned k = 0;; ++k) {
         attempt_result r;
         try {
-          r = attempt(body, prompt_estimate, timeout_seconds, cut);
+          r = attempt(call, timeout_seconds, cut);
         } catch (std::exception const& e) {
           r = fault(std::string("internal error: ") + e.what(), false);
         }
@@ -781,7 +974,7 @@ class http_model_client final : public model_client {
         if (reply.status == call_status::failed && steady::now() >= cut) {
           reply = cancelled(" during attempt " + std::to_string(k + 1) + ", " +
                             seconds_text(std::chrono::duration<double>(steady::now() - start).count()) +
-                            " s after the request began");
+                            " after the request began");
           reply.attempts = k + 1;
           break;
         }
@@ -803,10 +996,11 @@ class http_model_client final : public model_client {
     return reply;
   }
 
-  attempt_result attempt(std::string const& body, std::uint64_t prompt_estimate, double timeout_seconds,
-                         steady::time_point cut) {
+  /// One attempt at `call`: a new connection, limited in all by `timeout_seconds` (0: no total) and `cut`.
+  attempt_result attempt(http_call const& call, double timeout_seconds, steady::time_point cut) {
     const auto start = steady::now();
-    const auto deadline = std::min(cut, start + to_duration(timeout_seconds));
+    const auto deadline = timeout_seconds > 0 ? std::min(cut, start + to_duration(timeout_seconds)) : cut;
+    const auto whole_deadline = std::min(deadline, start + to_duration(options_.request_timeout_seconds));
     const auto connect_deadline = std::min(deadline, start + to_duration(options_.connect_timeout_seconds));
     const std::string connect_limit = "connect_timeout_seconds = " + seconds_text(options_.connect_timeout_seconds);
     net::io_context ioc{1};
@@ -904,26 +1098,45 @@ class http_model_client final : public model_client {
                      ec.category() != net::error::get_ssl_category());
       }
       return exchange(
-          ioc, tls, [&] { close_socket(tls.next_layer()); }, deadline, body, prompt_estimate);
+          ioc, tls, [&] { close_socket(tls.next_layer()); }, deadline, whole_deadline, call);
 #else
       return fault("https:// needs a build with OpenSSL", false);  // make_http_client refuses it first
 #endif
     }
     return exchange(
-        ioc, socket, [&] { close_socket(socket); }, deadline, body, prompt_estimate);
+        ioc, socket, [&] { close_socket(socket); }, deadline, whole_deadline, call);
   }
 
   [[nodiscard]] static std::string user_agent() { return "kernelbrain/" + std::string(library_version); }
 
   template <class Stream, class Cancel>
   attempt_result exchange(net::io_context& ioc, Stream& stream, Cancel cancel, steady::time_point deadline,
-                          std::string const& body, std::uint64_t prompt_estimate) {
-    const std::string limit = "request_timeout_seconds = " + seconds_text(options_.request_timeout_seconds);
-    bhttp::request<bhttp::string_body> req{bhttp::verb::post, request_target_, 11};
+                          steady::time_point whole_deadline, http_call const& call) {
+    // Every step is bounded by `deadline` (the wall, and the attempt's total where it has one).
+    // Streamed: sending, the wait for the headers and each read of events also by the idle timeout
+    // from the step's start; a whole reply that comes instead by request_timeout_seconds from the
+    // attempt's start (`whole_deadline`), since nothing shows its progress.
+    const auto idle = to_duration(options_.idle_timeout_seconds);
+    const std::string idle_limit = "idle_timeout_seconds = " + seconds_text(options_.idle_timeout_seconds);
+    const std::string whole_limit = "request_timeout_seconds = " + seconds_text(options_.request_timeout_seconds);
+    std::string limit_hit;  // names the limit that bounds the step under way
+    const auto idle_step = [&] {
+      const auto d = std::min(deadline, steady::now() + idle);
+      limit_hit = d < deadline || call.total_limit.empty() ? idle_limit : call.total_limit;
+      return d;
+    };
+    const auto whole_step = [&] {
+      limit_hit = whole_deadline < deadline ? whole_limit : call.total_limit.empty() ? idle_limit : call.total_limit;
+      return std::min(deadline, whole_deadline);
+    };
+    const auto next_deadline = [&](bool events) { return call.stream && events ? idle_step() : whole_step(); };
+    const std::string request_target =
+        proxy_ && target_.scheme == "http" ? target_.scheme + "://" + target_.host_header() + call.path : call.path;
+    bhttp::request<bhttp::string_body> req{call.method, request_target, 11};
     req.set(bhttp::field::host, target_.host_header());
     req.set(bhttp::field::user_agent, user_agent());
-    req.set(bhttp::field::content_type, "application/json");
-    req.set(bhttp::field::accept, "application/json");
+    if (!call.body.empty()) req.set(bhttp::field::content_type, "application/json");
+    req.set(bhttp::field::accept, call.chat && call.stream ? "text/event-stream, application/json" : "application/json");
     if (options_.format == wire_format::openai) {
       if (!options_.api_key.empty()) req.set(bhttp::field::authorization, "Bearer " + options_.api_key);
     } else {
@@ -933,13 +1146,13 @@ class http_model_client final : public model_client {
     if (proxy_ && target_.scheme == "http" && !proxy_authorization_.empty())
       req.set(bhttp::field::proxy_authorization, proxy_authorization_);
     req.keep_alive(false);
-    req.body() = body;
+    req.body() = call.body;
     req.prepare_payload();
 
     error_code ec = run_until(
-        ioc, deadline, [&](done d) { bhttp::async_write(stream, req, [d](error_code e, std::size_t) { d(e); }); },
-        cancel);
-    if (ec == net::error::timed_out) return fault("could not send the request within " + limit, true);
+        ioc, next_deadline(true),
+        [&](done d) { bhttp::async_write(stream, req, [d](error_code e, std::size_t) { d(e); }); }, cancel);
+    if (ec == net::error::timed_out) return fault("could not send the request within " + limit_hit, true);
     if (ec) return fault("sending the request to " + target_.authority() + " failed (" + lower_message(ec) + ")", true);
 
     boost::beast::flat_buffer buffer;
@@ -947,10 +1160,34 @@ class http_model_client final : public model_client {
     parser.header_limit(64U * 1024U);
     parser.body_limit(static_cast<std::uint64_t>(options_.max_reply_bytes));
     ec = run_until(
-        ioc, deadline,
-        [&](done d) { bhttp::async_read(stream, buffer, parser, [d](error_code e, std::size_t) { d(e); }); }, cancel);
+        ioc, next_deadline(true),
+        [&](done d) { bhttp::async_read_header(stream, buffer, parser, [d](error_code e, std::size_t) { d(e); }); },
+        cancel);
+    auto& res = parser.get();
+    const unsigned code = parser.is_header_done() ? res.result_int() : 0;
+    const auto content_type = parser.is_header_done() ? lower(res[bhttp::field::content_type]) : std::string{};
+    const bool events = !ec && call.chat && code / 100 == 2 && content_type.starts_with("text/event-stream");
+    stream_decoder decoder(options_.format == wire_format::anthropic);
+    if (events) parser.body_limit(static_cast<std::uint64_t>(options_.max_reply_bytes) * 32U);
+    std::uint64_t event_bytes = 0;
+    while (!ec && !parser.is_done()) {
+      ec = run_until(
+          ioc, next_deadline(events),
+          [&](done d) { bhttp::async_read_some(stream, buffer, parser, [d](error_code e, std::size_t) { d(e); }); },
+          cancel);
+      if (!events) continue;
+      event_bytes += res.body().size();
+      decoder.feed(res.body());
+      res.body().clear();
+      if (decoder.text().size() > options_.max_reply_bytes)
+        return fault("streamed reply over " + std::to_string(options_.max_reply_bytes) +
+                         " bytes of text (max_reply_bytes); it was not read further",
+                     false);
+      if (decoder.ended()) break;  // [DONE] or message_stop: whatever the server does with the connection
+    }
+    if (events) return streamed(decoder, ec, event_bytes, limit_hit, call.prompt_estimate);
     if (ec) {
-      const std::size_t got = parser.get().body().size();
+      const std::size_t got = res.body().size();
       if (ec == bhttp::error::body_limit)
         return fault("reply over " + std::to_string(options_.max_reply_bytes) +
                          " bytes (max_reply_bytes); it was not read further",
@@ -958,9 +1195,9 @@ class http_model_client final : public model_client {
       if (ec == bhttp::error::header_limit) return fault("reply headers over 64 KiB", false);
       if (ec == net::error::timed_out)
         return fault(parser.is_header_done()
-                         ? "the reply (HTTP " + std::to_string(parser.get().result_int()) + ") did not finish within " +
-                               limit + " (" + std::to_string(got) + " bytes of body by then)"
-                         : "no reply from " + target_.authority() + " within " + limit,
+                         ? "the reply (HTTP " + std::to_string(code) + ") did not finish within " + limit_hit +
+                               " (" + std::to_string(got) + " bytes of body by then)"
+                         : "no reply from " + target_.authority() + " within " + limit_hit,
                      true);
       if (ec == bhttp::error::partial_message || ec == net::error::eof || ec == bhttp::error::end_of_stream ||
           is_truncation(ec))
@@ -972,12 +1209,47 @@ class http_model_client final : public model_client {
         return fault("the connection was reset by " + target_.authority() + " before the reply was complete", true);
       return fault("bad reply from " + target_.authority() + " (" + lower_message(ec) + ")", true);
     }
-    auto& res = parser.get();
+    if (!call.chat) {
+      attempt_result r;
+      r.code = code;
+      r.reply.status = call_status::ok;
+      r.reply.text = std::move(res.body());
+      return r;
+    }
     auto const retry_after = res.find(bhttp::field::retry_after);
     const auto known = bhttp::obsolete_reason(res.result());  // the standard phrase, whatever the server said
-    return interpret(res.result_int(), known == "<unknown-status>" ? std::string(res.reason()) : std::string(known),
-                     retry_after == res.end() ? std::string{} : std::string(retry_after->value()), res.body(),
-                     prompt_estimate);
+    attempt_result r =
+        interpret(code, known == "<unknown-status>" ? std::string(res.reason()) : std::string(known),
+                  retry_after == res.end() ? std::string{} : std::string(retry_after->value()), res.body(),
+                  call.prompt_estimate);
+    r.code = code;
+    return r;
+  }
+
+  /// A streamed reply's outcome: what the events said, or why they stopped (`ec`, after
+  /// `bytes` bytes of events; `limit` names the limit a timeout hit).
+  [[nodiscard]] attempt_result streamed(stream_decoder const& d, error_code const& ec, std::uint64_t bytes,
+                                        std::string const& limit, std::uint64_t prompt_estimate) const {
+    if (d.failed()) return fault(d.error(), true);
+    const std::string so_far = " after " + std::to_string(d.events()) + " events (" + std::to_string(bytes) +
+                               " bytes; " + std::to_string(d.text().size()) + " bytes of text)";
+    // An OpenAI-format server may close after the last chunk (its finish reason) without "[DONE]".
+    const bool finished = d.complete() || (options_.format == wire_format::openai && !d.finish_reason().empty() &&
+                                           ec != net::error::timed_out);
+    if (!finished) {
+      if (ec == bhttp::error::body_limit)
+        return fault("streamed reply over " + std::to_string(options_.max_reply_bytes * 32U) +
+                         " bytes of events (32 x max_reply_bytes); it was not read further",
+                     false);
+      if (ec == net::error::timed_out) return fault("the stream stalled: nothing within " + limit + so_far, true);
+      if (!ec)
+        return fault("the stream ended without its end marker (" +
+                         std::string(options_.format == wire_format::openai ? "data: [DONE]" : "message_stop") + ")" +
+                         so_far,
+                     true);
+      return fault("the stream was cut (" + lower_message(ec) + ")" + so_far, true);
+    }
+    return finish(d.text(), d.finish_reason(), d.model(), d.input_tokens(), d.output_tokens(), prompt_estimate);
   }
 
   [[nodiscard]] static bool is_truncation(error_code const& ec) {
@@ -1052,6 +1324,9 @@ class http_model_client final : public model_client {
         text.find("too many tokens") != std::string::npos)
       return "the prompt and the reply limit do not fit the model's context (" + status + ")" + tail +
              ": lower --llm-max-tokens (http_client_options::max_tokens), or serve the model with a longer context";
+    if (options_.stream && (text.find("stream_options") != std::string::npos || names("stream")))
+      return "the endpoint refused streaming (" + status + ")" + tail +
+             ": give --llm-no-stream (http_client_options::stream = false) for whole replies";
     if (names("temperature"))
       return "the endpoint refused the parameter 'temperature' (" + status + ")" + tail +
              ": leave --llm-temperature out (then none is sent: the model's default), or give one it accepts";
@@ -1076,11 +1351,10 @@ class http_model_client final : public model_client {
     if (o == nullptr) return fault("the reply is not a JSON object: " + excerpt(body, 120), true);
     if (auto const* e = o->if_contains("error"); e != nullptr && !e->is_null())
       return fault("the reply holds an error: " + excerpt(body), true);
-    attempt_result r;
-    chat_reply& reply = r.reply;
+    std::string text;
+    std::string finish_reason;
     std::optional<std::uint64_t> input;
     std::optional<std::uint64_t> output;
-    reply.model = string_of(o->if_contains("model"));
     if (options_.format == wire_format::openai) {
       auto const* choices = o->if_contains("choices");
       if (choices == nullptr || !choices->is_array() || choices->get_array().empty() ||
@@ -1093,11 +1367,11 @@ class http_model_client final : public model_client {
       auto const* content = message->get_object().if_contains("content");
       if (content != nullptr && content->is_array()) {  // content parts, as some servers send them
         for (auto const& part : content->get_array())
-          if (part.is_object()) reply.text += string_of(part.get_object().if_contains("text"));
+          if (part.is_object()) text += string_of(part.get_object().if_contains("text"));
       } else {
-        reply.text = string_of(content);
+        text = string_of(content);
       }
-      reply.finish_reason = string_of(choice.if_contains("finish_reason"));
+      finish_reason = string_of(choice.if_contains("finish_reason"));
       if (auto const* usage = o->if_contains("usage"); usage != nullptr && usage->is_object()) {
         input = count_of(usage->get_object(), "prompt_tokens");
         output = count_of(usage->get_object(), "completion_tokens");
@@ -1108,13 +1382,26 @@ class http_model_client final : public model_client {
         return fault("the reply has no content: " + excerpt(body, 120), true);
       for (auto const& part : content->get_array())
         if (part.is_object() && string_of(part.get_object().if_contains("type")) == "text")
-          reply.text += string_of(part.get_object().if_contains("text"));
-      reply.finish_reason = string_of(o->if_contains("stop_reason"));
+          text += string_of(part.get_object().if_contains("text"));
+      finish_reason = string_of(o->if_contains("stop_reason"));
       if (auto const* usage = o->if_contains("usage"); usage != nullptr && usage->is_object()) {
         input = count_of(usage->get_object(), "input_tokens");
         output = count_of(usage->get_object(), "output_tokens");
       }
     }
+    return finish(text, finish_reason, string_of(o->if_contains("model")), input, output, prompt_estimate);
+  }
+
+  /// A reply from its parts, whole or streamed: usage as reported (else estimated), its cost, and
+  /// whether the model's token limit cut it.
+  [[nodiscard]] attempt_result finish(std::string text, std::string finish_reason, std::string model,
+                                      std::optional<std::uint64_t> input, std::optional<std::uint64_t> output,
+                                      std::uint64_t prompt_estimate) const {
+    attempt_result r;
+    chat_reply& reply = r.reply;
+    reply.text = std::move(text);
+    reply.finish_reason = std::move(finish_reason);
+    reply.model = std::move(model);
     if (input && output) {
       reply.usage.input = *input;
       reply.usage.output = *output;
@@ -1138,7 +1425,6 @@ class http_model_client final : public model_client {
   url target_;
   std::string path_;            ///< the request path: base path + /chat/completions or /messages
   std::string endpoint_;        ///< scheme://host[:port]path, for messages
-  std::string request_target_;  ///< path_, or the absolute URL through an http proxy
   std::optional<url> proxy_;
   std::string proxy_authorization_;   ///< "Basic ...": a secret
   std::vector<std::string> secrets_;  ///< never in a message: the key, the proxy's credentials
@@ -1151,6 +1437,7 @@ class http_model_client final : public model_client {
   std::condition_variable slots_cv_;
   std::size_t in_flight_ = 0;
   token_parameter token_field_ = token_parameter::max_tokens;  ///< how the reply limit is sent
+  bool probes_unanswered_ = false;  ///< a probe of the server went unanswered (check() only)
   mutable std::mutex deadline_mu_;
   steady::time_point deadline_ = steady::time_point::max();  ///< set_deadline's
 };
