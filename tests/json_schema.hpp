@@ -58,9 +58,20 @@ class json_schema {
 
   void check(boost::json::value const& schema, boost::json::value const& v, std::string const& at,
              std::vector<std::string>& out) const {
-    static const std::set<std::string> known = {"$comment", "$ref",    "type",     "enum",       "minimum",
-                                                "maximum",  "minItems", "items",    "required",   "properties",
-                                                "additionalProperties", "anyOf",    "oneOf",      "definitions"};
+    static const std::set<std::string> known = {"$comment",
+                                                "$ref",
+                                                "type",
+                                                "enum",
+                                                "minimum",
+                                                "maximum",
+                                                "minItems",
+                                                "items",
+                                                "required",
+                                                "properties",
+                                                "additionalProperties",
+                                                "anyOf",
+                                                "oneOf",
+                                                "definitions"};
     auto const& s = schema.as_object();
     for (auto const& kv : s)
       if (!known.contains(std::string(kv.key())))
@@ -86,7 +97,8 @@ class json_schema {
     if (auto const* e = s.if_contains("enum")) {
       bool found = false;
       for (auto const& x : e->as_array()) found = found || x == v;
-      if (!found) out.push_back(where + ": " + boost::json::serialize(v) + " is not one of " + boost::json::serialize(*e));
+      if (!found)
+        out.push_back(where + ": " + boost::json::serialize(v) + " is not one of " + boost::json::serialize(*e));
     }
     if (v.is_number()) {
       const double x = v.to_number<double>();

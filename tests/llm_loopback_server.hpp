@@ -183,17 +183,17 @@ struct usage_counts {
 /// What the server does with one request.
 struct server_action {
   enum class kind {
-    reply,      ///< a reply in the request's wire format
-    openai,     ///< an OpenAI chat completion
-    anthropic,  ///< an Anthropic message
-    status,     ///< `code` with `body` and, if set, Retry-After
-    reset,      ///< close the connection at once with a TCP reset, no reply
-    malformed,  ///< 200 with a body that is not JSON
-    truncated,  ///< 200 with a Content-Length larger than what is sent, then close
-    huge,       ///< 200 with a body of `bytes` bytes (chunked if `chunked`)
-    drip,       ///< 200, then one byte of body every `interval`, forever (chunked)
-    raw,        ///< `body` written as it is, then close
-    events,     ///< 200 text/event-stream (chunked) with `body` as the events, ended properly
+    reply,         ///< a reply in the request's wire format
+    openai,        ///< an OpenAI chat completion
+    anthropic,     ///< an Anthropic message
+    status,        ///< `code` with `body` and, if set, Retry-After
+    reset,         ///< close the connection at once with a TCP reset, no reply
+    malformed,     ///< 200 with a body that is not JSON
+    truncated,     ///< 200 with a Content-Length larger than what is sent, then close
+    huge,          ///< 200 with a body of `bytes` bytes (chunked if `chunked`)
+    drip,          ///< 200, then one byte of body every `interval`, forever (chunked)
+    raw,           ///< `body` written as it is, then close
+    events,        ///< 200 text/event-stream (chunked) with `body` as the events, ended properly
     stream_cut,    ///< a streamed reply's first half of events, then close mid-stream
     stream_stall,  ///< a streamed reply's first half of events, then silence until the server stops
   };
@@ -361,8 +361,8 @@ inline std::vector<std::string> stream_events(bool anthropic, std::string_view t
                   "data: " + json::serialize(o) + "\n\n");
   };
   if (anthropic) {
-    json::object message{{"id", "msg_loopback"}, {"type", "message"}, {"role", "assistant"}, {"model", s(model)},
-                         {"content", json::array{}}, {"stop_reason", nullptr}};
+    json::object message{{"id", "msg_loopback"}, {"type", "message"},        {"role", "assistant"},
+                         {"model", s(model)},    {"content", json::array{}}, {"stop_reason", nullptr}};
     if (usage) message["usage"] = json::object{{"input_tokens", usage->input}, {"output_tokens", 1}};
     event("message_start", {{"type", "message_start"}, {"message", message}});
     event("content_block_start",
@@ -372,8 +372,9 @@ inline std::vector<std::string> stream_events(bool anthropic, std::string_view t
       event("content_block_delta",
             {{"type", "content_block_delta"}, {"index", 0}, {"delta", {{"type", "text_delta"}, {"text", s(p)}}}});
     event("content_block_stop", {{"type", "content_block_stop"}, {"index", 0}});
-    json::object delta{{"type", "message_delta"},
-                       {"delta", {{"stop_reason", s(finish.empty() ? "end_turn" : finish)}, {"stop_sequence", nullptr}}}};
+    json::object delta{
+        {"type", "message_delta"},
+        {"delta", {{"stop_reason", s(finish.empty() ? "end_turn" : finish)}, {"stop_sequence", nullptr}}}};
     if (usage) delta["usage"] = json::object{{"output_tokens", usage->output}};
     event("message_delta", delta);
     event("message_stop", {{"type", "message_stop"}});
@@ -381,8 +382,11 @@ inline std::vector<std::string> stream_events(bool anthropic, std::string_view t
   }
   const auto chunk = [&](json::object delta, json::value finish_reason) {
     json::object choice{{"index", 0}, {"delta", std::move(delta)}, {"finish_reason", std::move(finish_reason)}};
-    return json::object{{"id", "chatcmpl-loopback"}, {"object", "chat.completion.chunk"}, {"created", 1},
-                        {"model", s(model)}, {"choices", json::array{choice}}};
+    return json::object{{"id", "chatcmpl-loopback"},
+                        {"object", "chat.completion.chunk"},
+                        {"created", 1},
+                        {"model", s(model)},
+                        {"choices", json::array{choice}}};
   };
   event("", chunk({{"role", "assistant"}, {"content", ""}}, nullptr));
   for (auto const& p : pieces) event("", chunk({{"content", s(p)}}, nullptr));
@@ -393,9 +397,10 @@ inline std::vector<std::string> stream_events(bool anthropic, std::string_view t
                {"created", 1},
                {"model", s(model)},
                {"choices", json::array{}},
-               {"usage", {{"prompt_tokens", usage->input},
-                          {"completion_tokens", usage->output},
-                          {"total_tokens", usage->input + usage->output}}}});
+               {"usage",
+                {{"prompt_tokens", usage->input},
+                 {"completion_tokens", usage->output},
+                 {"total_tokens", usage->input + usage->output}}}});
   out.emplace_back("data: [DONE]\n\n");
   return out;
 }

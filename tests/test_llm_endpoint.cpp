@@ -267,7 +267,8 @@ kb_test::cli_run tune_with(loopback_server const& server, kb_test::temp_dir cons
 /// Chat requests (POSTs) the server received: not the client's GETs of what the server serves.
 std::size_t chat_requests(loopback_server const& server) {
   const auto all = server.requests();
-  return static_cast<std::size_t>(std::count_if(all.begin(), all.end(), [](auto const& r) { return r.method == "POST"; }));
+  return static_cast<std::size_t>(
+      std::count_if(all.begin(), all.end(), [](auto const& r) { return r.method == "POST"; }));
 }
 
 /// The start-up check (the first request) answered, probes of the server refused as a server that
@@ -301,6 +302,21 @@ TEST_CASE("endpoint CLI: a permanent error stops the search at once, loudly, wit
   const std::string journal = read_file(dir / "run.jsonl");
   CHECK(contains(journal, "\"status\":\"failed\""));
   CHECK(contains(journal, "\"kind\":\"suspended\""));
+
+  // The quota topped up: --resume continues the same journal to the end of its budget, asking again
+  // what failed (a failed exchange is not an answer).
+  const std::size_t before = chat_requests(server);
+  server.set_handler([](received_request const& q) {
+    return q.method == "POST" ? server_action::openai("No code this time.")
+                              : server_action::status(404, R"({"error":{"message":"no such path"}})");
+  });
+  const auto resumed = tune_with(server, dir, {"--budget", "40evals", "--resume"});
+  INFO(resumed.err);
+  CHECK(resumed.exit_code == 0);
+  CHECK(chat_requests(server) > before + 1);  // the check, then the search's prompts
+  const std::string after = read_file(dir / "run.jsonl");
+  CHECK(after.starts_with(journal));  // appended to, nothing lost
+  CHECK(contains(after.substr(journal.size()), "\"status\":\"ok\""));
 }
 
 TEST_CASE("endpoint CLI: failures in a row stop the search with a non-zero exit") {
@@ -356,7 +372,9 @@ TEST_CASE("endpoint CLI: a budget in evaluations bounds the prompts a model that
   CHECK(chat_requests(server) - 1 <= 4 * 8 + 16);
 }
 
-TEST_CASE("endpoint CLI: a context too short for the search is a warning before the first prompt, and --llm-no-stream asks for whole replies") {
+TEST_CASE(
+    "endpoint CLI: a context too short for the search is a warning before the first prompt, and --llm-no-stream asks "
+    "for whole replies") {
   const kb_test::temp_dir dir("endpoint_context");
   loopback_server server;
   // A vLLM server serving the model with an 8192-token context: the default 16384-token reply

@@ -24,8 +24,8 @@ using kb_test::loopback_server;
 namespace {
 
 json_schema const& schema_for(wire_format f) {
-  static const json_schema openai =
-      json_schema::from_file(std::filesystem::path(KB_SOURCE_DIR) / "tests/schemas/openai-chat-completions-request.json");
+  static const json_schema openai = json_schema::from_file(std::filesystem::path(KB_SOURCE_DIR) /
+                                                           "tests/schemas/openai-chat-completions-request.json");
   static const json_schema anthropic =
       json_schema::from_file(std::filesystem::path(KB_SOURCE_DIR) / "tests/schemas/anthropic-messages-request.json");
   return f == wire_format::anthropic ? anthropic : openai;
@@ -120,19 +120,22 @@ TEST_CASE("request schemas: a temperature outside the format's range is refused 
 TEST_CASE("request schemas: the validator refuses bodies that break the published schemas") {
   auto const& openai = schema_for(wire_format::openai);
   auto const& anthropic = schema_for(wire_format::anthropic);
-  const auto bad = [](json_schema const& s, char const* body) { return !s.violations(boost::json::parse(body)).empty(); };
+  const auto bad = [](json_schema const& s, char const* body) {
+    return !s.violations(boost::json::parse(body)).empty();
+  };
   CHECK_FALSE(bad(openai, R"({"model":"m","messages":[{"role":"user","content":"x"}],"max_completion_tokens":5})"));
-  CHECK(bad(openai, R"({"model":"m","messages":[]})"));                                      // minItems
-  CHECK(bad(openai, R"({"messages":[{"role":"user","content":"x"}]})"));                     // model required
-  CHECK(bad(openai, R"({"model":"m","messages":[{"role":"robot","content":"x"}]})"));        // role enum
-  CHECK(bad(openai, R"({"model":"m","messages":[{"role":"user"}]})"));                       // content required
+  CHECK(bad(openai, R"({"model":"m","messages":[]})"));                                // minItems
+  CHECK(bad(openai, R"({"messages":[{"role":"user","content":"x"}]})"));               // model required
+  CHECK(bad(openai, R"({"model":"m","messages":[{"role":"robot","content":"x"}]})"));  // role enum
+  CHECK(bad(openai, R"({"model":"m","messages":[{"role":"user"}]})"));                 // content required
   CHECK(bad(openai, R"({"model":"m","messages":[{"role":"user","content":"x"}],"temperature":2.5})"));
   CHECK(bad(openai, R"({"model":"m","messages":[{"role":"user","content":"x"}],"max_tokens":1.5})"));
   CHECK(bad(openai, R"({"model":"m","messages":[{"role":"user","content":"x"}],"stream":"yes"})"));
   CHECK(bad(openai, R"({"model":"m","messages":[{"role":"user","content":"x"}],"max_new_tokens":5})"));
   CHECK(bad(openai, R"({"model":"m","messages":[{"role":"user","content":"x"}],"stream_options":{"usage":true}})"));
   CHECK_FALSE(bad(openai, R"({"model":"m","messages":[{"role":"user","content":"x"}],"temperature":null})"));
-  CHECK_FALSE(bad(anthropic, R"({"model":"m","max_tokens":5,"messages":[{"role":"user","content":"x"}],"system":"s"})"));
+  CHECK_FALSE(
+      bad(anthropic, R"({"model":"m","max_tokens":5,"messages":[{"role":"user","content":"x"}],"system":"s"})"));
   CHECK(bad(anthropic, R"({"model":"m","messages":[{"role":"user","content":"x"}]})"));  // max_tokens required
   CHECK(bad(anthropic, R"({"model":"m","max_tokens":5,"messages":[{"role":"system","content":"x"}]})"));
   CHECK(bad(anthropic, R"({"model":"m","max_tokens":5,"messages":[{"role":"user","content":"x"}],"temperature":1.5})"));

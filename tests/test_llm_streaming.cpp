@@ -103,7 +103,9 @@ TEST_CASE("stream decoder: events split anywhere, CRLF or CR line ends, comments
   CHECK(a.output_tokens() == 256);
 
   http_detail::stream_decoder e(true);
-  e.feed("event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n");
+  e.feed(
+      "event: error\ndata: "
+      "{\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n");
   CHECK(e.failed());
   CHECK(contains(e.error(), "overloaded_error"));
   CHECK(contains(e.error(), "Overloaded"));
@@ -147,7 +149,8 @@ TEST_CASE("streaming: both formats ask for a stream and assemble the reply, its 
   CHECK(r.finish_reason == "length");
 }
 
-TEST_CASE("streaming: a generation longer than the idle timeout is read, and a stalled stream times out and is retried") {
+TEST_CASE(
+    "streaming: a generation longer than the idle timeout is read, and a stalled stream times out and is retried") {
   loopback_server server;
   // 48 events 100 ms apart: about 5 s in all, against an idle timeout of 1 s.
   server.push(server_action::reply(std::string(16 * 44, 'k')).paced(milliseconds(100)));

@@ -106,7 +106,7 @@ struct http_client_options {
   unsigned max_retries = 4;              ///< attempts after the first, on retryable faults only
   double backoff_base_seconds = 1;       ///< retry k (from 0) waits uniform(0, min(max, base * 2^k)) ("full jitter")
   double backoff_max_seconds = 30;
-  double retry_after_cap_seconds = 120;                ///< a server's Retry-After is honoured up to this
+  double retry_after_cap_seconds = 120;  ///< a server's Retry-After is honoured up to this
   /// Reply body limit (8 MiB); a larger one is not read. A streamed reply's text is held to it, and
   /// its events (framing, JSON and all) to 32 times it.
   std::size_t max_reply_bytes = std::size_t{8} << 20;

@@ -650,12 +650,12 @@ class http_model_client final : public model_client {
   [[nodiscard]] std::size_t concurrency() const override { return options_.concurrency; }
 
   [[nodiscard]] std::string describe() const override {
-    std::string d = "http model client: " + std::string(to_string(options_.format)) + " format, model '" +
-                    options_.model + "', endpoint " + endpoint_ + ", concurrency " +
-                    std::to_string(options_.concurrency) + ", reply limit as " + std::string(to_string(token_field_)) +
-                    (options_.stream ? ", streamed (idle timeout " + seconds_text(options_.idle_timeout_seconds) + ")"
-                                     : ", whole replies (timeout " + seconds_text(options_.request_timeout_seconds) +
-                                           ")");
+    std::string d =
+        "http model client: " + std::string(to_string(options_.format)) + " format, model '" + options_.model +
+        "', endpoint " + endpoint_ + ", concurrency " + std::to_string(options_.concurrency) + ", reply limit as " +
+        std::string(to_string(token_field_)) +
+        (options_.stream ? ", streamed (idle timeout " + seconds_text(options_.idle_timeout_seconds) + ")"
+                         : ", whole replies (timeout " + seconds_text(options_.request_timeout_seconds) + ")");
     if (proxy_) d += ", via proxy " + proxy_->authority();
     if (target_.scheme == "https") {
       if (!options_.verify_tls)
@@ -674,17 +674,16 @@ class http_model_client final : public model_client {
                     like.prompt.user + "\n\n(Start-up check: reply with the single word ok.)";
     const slot s(*this);
     const bool check_limits = options_.stream || options_.check_timeout_seconds <= options_.request_timeout_seconds;
-    const chat_reply reply =
-        run(r, std::min(options_.max_retries, 2U),
-            check_limits ? options_.check_timeout_seconds : options_.request_timeout_seconds,
-            check_limits ? "check_timeout_seconds" : "request_timeout_seconds");
+    const chat_reply reply = run(r, std::min(options_.max_retries, 2U),
+                                 check_limits ? options_.check_timeout_seconds : options_.request_timeout_seconds,
+                                 check_limits ? "check_timeout_seconds" : "request_timeout_seconds");
     const std::uint64_t prompt_tokens = reply.usage.input > 0 && !reply.usage.estimated
                                             ? reply.usage.input
                                             : estimate_tokens(r.prompt.system) + estimate_tokens(r.prompt.user);
     if (reply.status == call_status::failed || reply.status == call_status::cancelled)
       throw error(redact("model check failed (" + std::string(to_string(options_.format)) + " endpoint " + endpoint_ +
-                         ", model '" + options_.model + "', a request like the search's: " +
-                         std::to_string(prompt_tokens) + " prompt tokens" +
+                         ", model '" + options_.model +
+                         "', a request like the search's: " + std::to_string(prompt_tokens) + " prompt tokens" +
                          (reply.usage.input > 0 && !reply.usage.estimated ? ", " : " (estimated), ") +
                          std::string(to_string(token_field_)) + " " + std::to_string(effective_max_tokens(r)) +
                          (temperature_of(r) ? ", temperature " + number_text(*temperature_of(r)) : std::string()) +
@@ -783,7 +782,8 @@ class http_model_client final : public model_client {
     show_request["model"] = text(options_.model);
     auto show = probe(bhttp::verb::post, "/api/show", json::serialize(show_request));
     const std::string parameters = show ? string_of(show->if_contains("parameters")) : std::string{};
-    for (std::size_t at = parameters.find("num_ctx"); at != std::string::npos; at = parameters.find("num_ctx", at + 1)) {
+    for (std::size_t at = parameters.find("num_ctx"); at != std::string::npos;
+         at = parameters.find("num_ctx", at + 1)) {
       std::uint64_t n = 0;
       const char* p = parameters.c_str() + at + 7;
       while (*p == ' ' || *p == '\t') ++p;
@@ -1136,7 +1136,8 @@ class http_model_client final : public model_client {
     req.set(bhttp::field::host, target_.host_header());
     req.set(bhttp::field::user_agent, user_agent());
     if (!call.body.empty()) req.set(bhttp::field::content_type, "application/json");
-    req.set(bhttp::field::accept, call.chat && call.stream ? "text/event-stream, application/json" : "application/json");
+    req.set(bhttp::field::accept,
+            call.chat && call.stream ? "text/event-stream, application/json" : "application/json");
     if (options_.format == wire_format::openai) {
       if (!options_.api_key.empty()) req.set(bhttp::field::authorization, "Bearer " + options_.api_key);
     } else {
@@ -1194,10 +1195,9 @@ class http_model_client final : public model_client {
                      false);
       if (ec == bhttp::error::header_limit) return fault("reply headers over 64 KiB", false);
       if (ec == net::error::timed_out)
-        return fault(parser.is_header_done()
-                         ? "the reply (HTTP " + std::to_string(code) + ") did not finish within " + limit_hit +
-                               " (" + std::to_string(got) + " bytes of body by then)"
-                         : "no reply from " + target_.authority() + " within " + limit_hit,
+        return fault(parser.is_header_done() ? "the reply (HTTP " + std::to_string(code) + ") did not finish within " +
+                                                   limit_hit + " (" + std::to_string(got) + " bytes of body by then)"
+                                             : "no reply from " + target_.authority() + " within " + limit_hit,
                      true);
       if (ec == bhttp::error::partial_message || ec == net::error::eof || ec == bhttp::error::end_of_stream ||
           is_truncation(ec))
@@ -1218,10 +1218,9 @@ class http_model_client final : public model_client {
     }
     auto const retry_after = res.find(bhttp::field::retry_after);
     const auto known = bhttp::obsolete_reason(res.result());  // the standard phrase, whatever the server said
-    attempt_result r =
-        interpret(code, known == "<unknown-status>" ? std::string(res.reason()) : std::string(known),
-                  retry_after == res.end() ? std::string{} : std::string(retry_after->value()), res.body(),
-                  call.prompt_estimate);
+    attempt_result r = interpret(code, known == "<unknown-status>" ? std::string(res.reason()) : std::string(known),
+                                 retry_after == res.end() ? std::string{} : std::string(retry_after->value()),
+                                 res.body(), call.prompt_estimate);
     r.code = code;
     return r;
   }
@@ -1423,8 +1422,8 @@ class http_model_client final : public model_client {
 
   http_client_options options_;
   url target_;
-  std::string path_;            ///< the request path: base path + /chat/completions or /messages
-  std::string endpoint_;        ///< scheme://host[:port]path, for messages
+  std::string path_;      ///< the request path: base path + /chat/completions or /messages
+  std::string endpoint_;  ///< scheme://host[:port]path, for messages
   std::optional<url> proxy_;
   std::string proxy_authorization_;   ///< "Basic ...": a secret
   std::vector<std::string> secrets_;  ///< never in a message: the key, the proxy's credentials
@@ -1437,7 +1436,7 @@ class http_model_client final : public model_client {
   std::condition_variable slots_cv_;
   std::size_t in_flight_ = 0;
   token_parameter token_field_ = token_parameter::max_tokens;  ///< how the reply limit is sent
-  bool probes_unanswered_ = false;  ///< a probe of the server went unanswered (check() only)
+  bool probes_unanswered_ = false;                             ///< a probe of the server went unanswered (check() only)
   mutable std::mutex deadline_mu_;
   steady::time_point deadline_ = steady::time_point::max();  ///< set_deadline's
 };
