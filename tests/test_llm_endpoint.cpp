@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 #include "cli_helpers.hpp"
+#include "llm_client_helpers.hpp"
 #include "llm_loopback_server.hpp"
 #include "temp_dir.hpp"
 
@@ -26,27 +27,9 @@ using kb_test::server_action;
 namespace {
 
 http_client_options options_for(loopback_server const& server, wire_format f = wire_format::openai) {
-  http_client_options o;
-  o.format = f;
-  o.base_url = server.url();
-  o.model = "loopback-model";
-  o.api_key = "sk-test-key-0123456789";
-  o.proxy = "none";
-  o.connect_timeout_seconds = 5;
-  o.request_timeout_seconds = 10;
-  o.max_retries = 1;
-  o.backoff_base_seconds = 0.01;
-  o.backoff_max_seconds = 0.02;
-  return o;
+  return kb_test::loopback_options(server, f);
 }
-
-chat_request ask(std::string user, std::size_t max_tokens = 256) {
-  chat_request r;
-  r.prompt.system = "You write kernels.";
-  r.prompt.user = std::move(user);
-  r.max_tokens = max_tokens;
-  return r;
-}
+using kb_test::ask;
 
 bool has_field(received_request const& r, std::string_view key) {
   const auto v = r.json();

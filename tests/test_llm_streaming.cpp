@@ -11,6 +11,7 @@
 #include <kernelbrain/generate/llm/http_client.hpp>
 #include <string>
 #include <vector>
+#include "llm_client_helpers.hpp"
 #include "llm_loopback_server.hpp"
 
 using namespace kernelbrain;
@@ -23,27 +24,9 @@ using std::chrono::milliseconds;
 namespace {
 
 http_client_options options_for(loopback_server const& server, wire_format f = wire_format::openai) {
-  http_client_options o;
-  o.format = f;
-  o.base_url = server.url();
-  o.model = "loopback-model";
-  o.api_key = "sk-test-key-0123456789";
-  o.proxy = "none";
-  o.connect_timeout_seconds = 5;
-  o.idle_timeout_seconds = 5;
-  o.max_retries = 1;
-  o.backoff_base_seconds = 0.01;
-  o.backoff_max_seconds = 0.02;
-  return o;
+  return kb_test::loopback_options(server, f);
 }
-
-chat_request ask(std::string user, std::size_t max_tokens = 256) {
-  chat_request r;
-  r.prompt.system = "You write kernels.";
-  r.prompt.user = std::move(user);
-  r.max_tokens = max_tokens;
-  return r;
-}
+using kb_test::ask;
 
 bool contains(std::string const& text, std::string const& needle) { return text.find(needle) != std::string::npos; }
 
