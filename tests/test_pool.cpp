@@ -292,6 +292,13 @@ TEST_CASE("a pool search resumed from its journal measures nothing again, baseli
   search_result first;
   {
     probe_evaluator a, b;
+    // Each measurement waits (up to 200 ms) for one on the other member, so that both members measure
+    // even when a busy machine would let the first one free take every request.
+    concurrency together;
+    for (auto* e : {&a, &b}) {
+      e->overlap = &together;
+      e->company = std::chrono::milliseconds(200);
+    }
     evaluator_pool pool;
     pool.add(a, "a").add(b, "b");
     jsonl_journal j(file, header, budget{.evaluations = 60}, journal_mode::create);
