@@ -237,6 +237,13 @@ TEST_CASE("a lost member's evaluation is re-queued on another, and the search go
 
   probe_evaluator a, b, c;
   b.lost_at_measure = 2;
+  // Each measurement waits (up to 200 ms) for one on another member, so that b gets its three
+  // requests even when a busy machine would let the first member free take them all.
+  concurrency together;
+  for (auto* e : {&a, &b, &c}) {
+    e->overlap = &together;
+    e->company = std::chrono::milliseconds(200);
+  }
   evaluator_pool pool;
   pool.add(a, "a").add(b, "b").add(c, "c");
   outcome_sink sink;
