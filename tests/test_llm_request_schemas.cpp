@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 #include "json_schema.hpp"
+#include "llm_client_helpers.hpp"
 #include "llm_loopback_server.hpp"
 
 using namespace kernelbrain;
@@ -56,12 +57,7 @@ TEST_CASE("request schemas: every request the client can send conforms to the pr
                                                             std::optional<double>{0.7}, std::optional<double>{most}})
             for (bool stream : {true, false})
               for (bool system : {true, false}) {
-                http_client_options o;
-                o.format = f;
-                o.base_url = server.url();
-                o.model = "loopback-model";
-                o.api_key = "sk-schema-test-0123456789";
-                o.proxy = "none";
+                auto o = kb_test::loopback_options(server, f);
                 o.max_retries = 0;
                 o.token_limit = limit;
                 o.max_tokens = cap;
