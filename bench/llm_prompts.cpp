@@ -40,8 +40,7 @@ std::vector<reply_case> corpus() {
       if (e.path().filename().string().starts_with("answer-")) out.push_back({slurp(e.path()), {}});
   // A host reply with the usual slips: prose first, no fence info, a missing include.
   reply_case host;
-  host.ex.backend = "host";
-  host.ex.plan_required = false;
+  host.ex = llm::expectations_for(backends().traits("host"));
   host.text =
       "Here you go:\n\n```\n#include \"kernelbrain/evaluate/host_abi.h\"\nextern \"C\" void kb_kernel(const kb_args* "
       "a) {"

@@ -621,7 +621,7 @@ TEST_CASE("load_problem names the file and the field of every malformed part") {
        {"shapes: every shape is of tier 'wide', which is never timed"}},
       {R"("shapes": [)", R"("shapes": [], "x": [)", {"unknown field 'x'"}},
       // the rest
-      {R"("backend": "host")", R"("backend": "gpu")", {"backend: unknown backend 'gpu'", "host, cuda"}},
+      {R"("backend": "host")", R"("backend": "gpu")", {"backend: unknown backend 'gpu'", "cuda, host"}},
       {R"("backend": "host")", R"("backend": "host", "arch": "sm_80")", {"arch: 'sm_80' is not one of sm_90, sm_90a"}},
       {R"("rtol": 1e-4)", R"("rtol": -1e-4)", {"tolerance.rtol: must be a finite number >= 0"}},
       {R"("bytes_per_second": 1e11)",

@@ -16,7 +16,8 @@ reply_expectations cuda_expect() { return {}; }
 
 reply_expectations host_expect() {
   reply_expectations e;
-  e.backend = "host";
+  e.launch_plan = false;
+  e.language = "C++";
   return e;
 }
 

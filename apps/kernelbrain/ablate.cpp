@@ -93,11 +93,10 @@ std::vector<strategy_spec> parse_strategies(std::string const& text) {
   return specs;
 }
 
-/// synthetic, replay, host or cuda.
+/// A registered backend.
 std::string parse_ablate_backend(std::string const& text) {
-  if (text == "synthetic" || text == "host" || text == "cuda") return text;
-  if (text == "replay") return text;
-  throw usage_error(fmt::format("unknown backend '{}': ablate runs synthetic, replay, host and cuda", text));
+  if (backends().contains(text)) return text;
+  throw usage_error(fmt::format("unknown backend '{}': ablate runs {}", text, backends().names_text()));
 }
 
 /// A budget that stops a search without a model: a device-time or an evaluation limit.
@@ -573,9 +572,8 @@ ablation_subject synthetic_subject(std::string const& spec) {
 ablation_subject measured_subject(std::string const& spec, std::string const& backend) {
   auto prob = std::make_shared<problem const>(load_problem(problem_directory(spec, backend)));
   const std::string on = backend.empty() ? prob->backend : backend;
-  if (on != "host" && on != "cuda")
-    throw usage_error(fmt::format("problem '{}' is written for the {} backend: ablate measures host and cuda problems",
-                                  prob->name, prob->backend));
+  if (!backends().traits(on).problem_files)
+    throw usage_error(fmt::format("problem '{}' is a problem directory: the {} backend runs none", prob->name, on));
   if (prob->backend != on)
     throw usage_error(fmt::format("problem '{}' is written for the {} backend, not {}: use --backend {}", prob->name,
                                   prob->backend, on, prob->backend));

@@ -175,8 +175,8 @@ std::vector<std::string> parse_focus(std::string const& text) {
 }
 
 std::string parse_backend(std::string const& text) {
-  if (text == "cuda" || text == "host" || text == "synthetic") return text;
-  throw usage_error(fmt::format("unknown backend '{}': this build has cuda, host and synthetic", text));
+  if (backends().contains(text)) return text;
+  throw usage_error(fmt::format("unknown backend '{}': this build has {}", text, backends().names_text()));
 }
 
 std::vector<std::string> parse_devices(std::string const& text) {

@@ -10,7 +10,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <kernelbrain/core/evaluator.hpp>
-#include <kernelbrain/evaluate/host.hpp>
 #include <kernelbrain/generate/template_space.hpp>
 #include <kernelbrain/io/problem_loader.hpp>
 #include <kernelbrain/search.hpp>
@@ -77,8 +76,9 @@ int run_check(check_options const& o) {
   const auto dir = problem_directory(o.problem, o.backend);
   const auto prob = load_problem(dir);
   const std::string backend = o.backend.empty() ? prob.backend : o.backend;
-  if (backend != "host" && backend != "cuda")
-    throw usage_error(fmt::format("check runs host and cuda problems; '{}' is for the {} backend", prob.name, backend));
+  if (!backends().traits(backend).problem_files)
+    throw usage_error(
+        fmt::format("check runs problem directories; the {} backend runs none ('{}')", backend, prob.name));
   int findings = 0;
   auto finding = [&](std::string const& what) {
     ++findings;
@@ -87,7 +87,7 @@ int run_check(check_options const& o) {
   fmt::print("kernelbrain check {} (backend {}): {}\n", prob.name, backend, dir.string());
   fmt::print("  signature   {}\n  tolerance   rtol {} atol {} (|out - ref| <= atol + rtol * max|ref|)\n",
              prob.signature, prob.tol.rtol, prob.tol.atol);
-  if (backend == "host") fmt::print("  sandbox     {}\n", host_sandbox_summary());
+  if (auto iso = backends().isolation(backend); !iso.empty()) fmt::print("  sandbox     {}\n", iso);
   std::fflush(stdout);
 
   // The reference on every shape, against the floor.
@@ -128,11 +128,7 @@ int run_check(check_options const& o) {
       "              (smoke and screen leave out 'smoke'/'odd' tier shapes weighing under half the heaviest:\n"
       "               their timings are launch overhead; confirm times every shape but the 'wide' ones,\n"
       "               which are checked, never timed)\n");
-  fmt::print("  float64     {}\n",
-             backend == "cuda" ? "not compared here: bench/side_by_side.py --references compares every CUDA reference "
-                                 "with float64 (PyTorch)"
-                               : "host problems carry no float64 evaluation (the shipped ones are compared with "
-                                 "float64 in tests/test_problems.cpp)");
+  fmt::print("  float64     {}\n", backends().traits(backend).float64_note);
   std::fflush(stdout);
 
   // The seed and each template's expert default point, through the gate.

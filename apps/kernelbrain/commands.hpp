@@ -11,9 +11,11 @@
 // document it in docs/cli.md and test it in tests/test_cli.cpp. Options shared by several
 // subcommands (budgets, strategy specs, ...) are parsed and checked in arguments.hpp.
 #pragma once
+#include <any>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <kernelbrain/backends/registry.hpp>
 #include <memory>
 #include <optional>
 #include <string>
@@ -90,12 +92,16 @@ struct ablate_options {
 };
 int run_ablate(ablate_options const& options);
 
-/// Shared by tune and eval: a problem directory (the argument itself, or a built-in problem's), and the
-/// evaluator of a host or cuda problem (usage_error when the problem is written for another backend);
-/// `cuda_device`: the CUDA device it runs on (cuda_options::visible_device; empty: this process's).
+/// Shared by tune and eval: a problem directory (the argument itself, or a built-in problem's: the
+/// backend's own folders first, backend_registry::problem_roots), and an evaluator of a registered
+/// backend (usage_error when the problem is written for another backend); `device`: one of the
+/// backend's devices (empty: its default); `context`: backend_request::context; `recording`: a sweep.
 [[nodiscard]] std::filesystem::path problem_directory(std::string const& spec, std::string const& backend);
+/// Gives the registry the folders of the built-in problems (installed, and the source tree's): main calls it.
+void add_builtin_problem_roots();
 [[nodiscard]] std::unique_ptr<evaluator> make_backend_evaluator(problem const& prob, std::string const& backend,
-                                                                std::string const& cuda_device = {});
+                                                                std::string const& device = {}, std::any context = {},
+                                                                bool recording = false);
 
 /// report: one self-contained HTML page (plots, lineage, candidates, best source) from journals (report.cpp).
 [[nodiscard]] subcommand register_report(CLI::App& app);
@@ -106,6 +112,7 @@ int run_ablate(ablate_options const& options);
 
 /// list-strategies: every registered strategy with its description (list_strategies.cpp).
 [[nodiscard]] subcommand register_list_strategies(CLI::App& app);
+[[nodiscard]] subcommand register_list_backends(CLI::App& app);
 int run_list_strategies();
 
 /// prompts: write the shipped prompt templates to a folder, or check edited ones (prompts.cpp).

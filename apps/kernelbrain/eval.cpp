@@ -10,7 +10,6 @@
 #include <filesystem>
 #include <fstream>
 #include <kernelbrain/core/evaluator.hpp>
-#include <kernelbrain/evaluate/host.hpp>
 #include <kernelbrain/generate/llm/reply_parser.hpp>
 #include <kernelbrain/io/problem_loader.hpp>
 #include <kernelbrain/search.hpp>
@@ -37,9 +36,8 @@ candidate read_candidate(eval_options const& o, std::string const& backend) {
   std::string text = read_file(o.candidate, "candidate");
   std::string source, plan;
   if (std::filesystem::path(o.candidate).extension() == ".md") {
-    llm::reply_expectations ex;
-    ex.backend = backend;
-    ex.plan_required = backend == "cuda" && o.plan.empty();
+    auto ex = llm::expectations_for(backends().traits(backend));
+    ex.plan_required = ex.launch_plan && o.plan.empty();
     auto parsed = llm::parse_reply(text, ex);
     if (!parsed.ok())
       throw usage_error(fmt::format("candidate '{}': no usable kernel in the reply ({}: {})", o.candidate,
@@ -51,11 +49,11 @@ candidate read_candidate(eval_options const& o, std::string const& backend) {
     source = std::move(text);
   }
   if (!o.plan.empty()) plan = read_file(o.plan, "launch plan");
-  if (backend == "cuda" && plan.empty())
+  if (backends().traits(backend).launch_plan && plan.empty())
     throw usage_error(
-        fmt::format("candidate '{}': a CUDA candidate needs a launch plan: give --plan FILE, or a reply "
+        fmt::format("candidate '{}': a {} candidate needs a launch plan: give --plan FILE, or a reply "
                     "(.md) with a ```json launch plan",
-                    o.candidate));
+                    o.candidate, backends().traits(backend).language));
   return make_candidate("eval", {}, "eval:" + std::filesystem::path(o.candidate).filename().string(), std::nullopt,
                         std::move(source), std::move(plan));
 }
@@ -87,12 +85,13 @@ subcommand register_eval(CLI::App& app) {
 int run_eval(eval_options const& o) {
   const auto prob = load_problem(problem_directory(o.problem, o.backend));
   const std::string backend = o.backend.empty() ? prob.backend : o.backend;
-  if (backend != "host" && backend != "cuda")
-    throw usage_error(fmt::format("eval runs host and cuda problems; '{}' is for the {} backend", prob.name, backend));
+  if (!backends().traits(backend).problem_files)
+    throw usage_error(
+        fmt::format("eval runs problem directories; the {} backend runs none ('{}')", backend, prob.name));
   const auto cand = read_candidate(o, backend);
   auto ev = make_backend_evaluator(prob, backend);
   fmt::print("kernelbrain eval {} (backend {}): {}\n", prob.name, backend, o.candidate);
-  if (backend == "host") fmt::print("  sandbox          {}\n", host_sandbox_summary());
+  if (auto iso = backends().isolation(backend); !iso.empty()) fmt::print("  sandbox          {}\n", iso);
   std::fflush(stdout);
 
   baseline base = ev->measure_baseline(prob);

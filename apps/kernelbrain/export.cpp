@@ -169,7 +169,7 @@ problem export_problem(export_options const& o, std::string const& name, std::st
     throw usage_error(fmt::format("'{}' names no problem: give --problem DIR_OR_NAME", o.input));
   }
   problem prob = load_problem(dir);
-  if (prob.backend != "cuda")
+  if (!backends().traits_of(prob).exports)
     throw usage_error(fmt::format(
         "problem '{}' ({}) is a {} problem: only CUDA problems can be exported (their kernels are CUDA sources)",
         prob.name, prob.directory, prob.backend));

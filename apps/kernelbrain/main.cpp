@@ -65,6 +65,7 @@ int report_parse_error(CLI::App& app, CLI::ParseError const& e) {
 }
 
 int run(int argc, char** argv) {
+  add_builtin_problem_roots();
   CLI::App app{"kernelbrain: budget-aware search over GPU kernel implementations", "kernelbrain"};
   add_help_flag(app);
   app.set_version_flag("--version", "kernelbrain " + std::string(kernelbrain::library_version),
@@ -74,7 +75,7 @@ int run(int argc, char** argv) {
   const std::vector<subcommand> commands{register_tune(app),   register_list_strategies(app), register_prompts(app),
                                          register_eval(app),   register_check(app),           register_record(app),
                                          register_ablate(app), register_fidelity(app),        register_report(app),
-                                         register_export(app)};
+                                         register_export(app), register_list_backends(app)};
   for (auto const& c : commands) add_help_flag(*c.app);
   app.footer(app_footer);  // after the subcommands: they would inherit it
   try {

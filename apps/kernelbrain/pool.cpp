@@ -5,9 +5,7 @@
 #include <fmt/format.h>
 
 #include <chrono>
-#include <kernelbrain/evaluate/cuda.hpp>
-#include <kernelbrain/evaluate/host.hpp>
-#include <kernelbrain/evaluate/synthetic.hpp>
+#include <kernelbrain/backends/builtin.hpp>
 #include <thread>
 
 namespace kernelbrain::cli {
@@ -28,51 +26,40 @@ class slowed_evaluator final : public forwarding_evaluator {
   std::chrono::milliseconds delay_;
 };
 
-void check_backend(problem const& prob, std::string const& backend) {
-  if (prob.backend != backend)
-    throw usage_error(fmt::format("problem '{}' is written for the {} backend, not {}: use --backend {}", prob.name,
-                                  prob.backend, backend, prob.backend));
-}
-
 }  // namespace
 
 std::unique_ptr<evaluator> make_backend_evaluator(problem const& prob, std::string const& backend,
-                                                  std::string const& cuda_device) {
-  if (backend == "host") {
-    check_backend(prob, "host");
-    return std::make_unique<host_evaluator>(prob);
+                                                  std::string const& device, std::any context, bool recording) {
+  backend_request req;
+  req.prob = &prob;
+  req.device = device;
+  req.context = std::move(context);
+  req.recording = recording;
+  try {
+    return backends().make(backend, req);
+  } catch (error const& e) {
+    // A problem for another backend, or a backend this build has no factory for: the user's to fix.
+    if (!backends().contains(backend) || (backends().traits(backend).problem_files && prob.backend != backend))
+      throw usage_error(e.what());
+    throw;
   }
-  if (backend == "cuda") {
-    check_backend(prob, "cuda");
-    cuda_options co;
-    co.visible_device = cuda_device;
-    return std::make_unique<cuda_evaluator>(prob, co);
-  }
-  // --backend was checked while parsing: this is a problem.json naming a backend this build lacks.
-  throw usage_error(fmt::format("unknown backend '{}': this build has cuda, host and synthetic", backend));
 }
 
-local_pool make_local_pool(problem const& prob, std::string const& backend, tune_options const& o,
-                           synthetic_landscape const* land, std::string const& label_prefix, std::string const& node) {
-  if (backend == "synthetic" && land == nullptr)
-    throw usage_error("the synthetic backend tunes 'synthetic' or 'synthetic:<landscape seed>'");
-  // The devices this process times on: every visible GPU unless --devices chose (none found, as
-  // without a driver: one member that inherits this process's device, so that the backend says what is
+local_pool make_local_pool(problem const& prob, std::string const& backend, tune_options const& o, std::any context,
+                           std::string const& label_prefix, std::string const& node) {
+  // The devices this process times on: every device the backend lists unless --devices chose (none found,
+  // as without a driver: one member that inherits this process's device, so that the backend says what is
   // wrong as it always did); the CPU is one device, as is the synthetic backend.
-  std::vector<std::string> devices;
-  if (backend == "cuda") devices = o.devices.empty() ? cuda_visible_devices() : o.devices;
+  std::vector<std::string> devices = o.devices.empty() ? backends().devices(backend) : o.devices;
   if (devices.empty()) devices.emplace_back();
   const unsigned workers = std::max(1U, o.workers_per_device);
   local_pool local;
   for (auto const& d : devices) {
     // The device key makes members of one device take turns timing; it names the member too.
-    const std::string key = backend == "cuda"   ? "cuda:" + (d.empty() ? std::string("0") : d)
-                            : backend == "host" ? std::string("cpu")
-                                                : backend;
-    const std::string name = backend == "host" ? std::string("host") : key;
+    const std::string key = backends().device_key(backend, d);
+    const std::string name = key == "cpu" ? backend : key;
     for (unsigned w = 0; w < workers; ++w) {
-      local.backends.push_back(backend == "synthetic" ? std::make_unique<synthetic_evaluator>(*land)
-                                                      : make_backend_evaluator(prob, backend, d));
+      local.backends.push_back(make_backend_evaluator(prob, backend, d, context));
       evaluator* e = local.backends.back().get();
       if (o.slow_eval_ms > 0) {
         local.wrappers.push_back(std::make_unique<slowed_evaluator>(*e, std::chrono::milliseconds(o.slow_eval_ms)));

@@ -2,15 +2,12 @@
 // --workers-per-device; one host or synthetic backend, times --workers-per-device) and, under --mpi,
 // the job's other ranks (mpi_job). docs/scaling.md.
 #pragma once
+#include <any>
 #include <kernelbrain/search.hpp>
 #include <memory>
 #include <string>
 #include <vector>
 #include "arguments.hpp"
-
-namespace kernelbrain {
-class synthetic_landscape;
-}
 
 namespace kernelbrain::cli {
 
@@ -21,12 +18,13 @@ struct local_pool {
   evaluator_pool pool;
 };
 
-/// Makes this process's members for `backend` ("cuda", "host", "synthetic"; `land` for synthetic).
+/// Makes this process's members for `backend` (a registered backend; `context`: backend_request::context,
+/// the synthetic backend's landscape).
 /// Under MPI, `label_prefix` ("rank 0 ") starts each label and `node` (the host name) each device key,
 /// so that members of several ranks on one machine that time on one device take turns; both empty
 /// otherwise.
 [[nodiscard]] local_pool make_local_pool(problem const& prob, std::string const& backend, tune_options const& o,
-                                         synthetic_landscape const* land, std::string const& label_prefix = {},
+                                         std::any context = {}, std::string const& label_prefix = {},
                                          std::string const& node = {});
 
 /// One line about the backends' work for the summary (empty when they have nothing to say).

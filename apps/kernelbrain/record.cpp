@@ -13,7 +13,6 @@
 #include <filesystem>
 #include <fstream>
 #include <kernelbrain/evaluate/cuda.hpp>
-#include <kernelbrain/evaluate/host.hpp>
 #include <kernelbrain/evaluate/replay.hpp>
 #include <kernelbrain/generate/template_space.hpp>
 #include <kernelbrain/io/problem_loader.hpp>
@@ -44,14 +43,7 @@ struct record_options {
 /// The evaluator a recording is made with: the CUDA backend without compute-sanitizer and Nsight
 /// Compute (their cost per point would dominate a sweep; replay gives the static diagnosis).
 std::unique_ptr<evaluator> recording_evaluator(problem const& prob, std::string const& backend) {
-  if (backend == "cuda" && prob.backend == "cuda") {
-    cuda_options o;
-    o.sanitize = false;
-    o.profile = false;
-    o.baseline_samples = 10;
-    return std::make_unique<cuda_evaluator>(prob, o);
-  }
-  return make_backend_evaluator(prob, backend);
+  return make_backend_evaluator(prob, backend, {}, {}, /*recording=*/true);
 }
 
 int run_record(record_options const& o) {
@@ -59,9 +51,9 @@ int run_record(record_options const& o) {
   const auto started = clock::now();
   const auto prob = load_problem(problem_directory(o.problem, o.backend));
   const std::string backend = o.backend.empty() ? prob.backend : o.backend;
-  if (backend != "host" && backend != "cuda")
+  if (!backends().traits(backend).problem_files)
     throw usage_error(
-        fmt::format("record sweeps host and cuda problems; '{}' is for the {} backend", prob.name, backend));
+        fmt::format("record sweeps problem directories; the {} backend runs none ('{}')", backend, prob.name));
 
   // Every admitted point of every template, in a seeded random order; the first --points of them.
   struct point {
@@ -238,8 +230,8 @@ int run_record(record_options const& o) {
 }  // namespace
 
 problem recorded_problem(recording const& rec) {
-  const std::string backend = rec.header.fingerprint.starts_with("host") ? "host" : "cuda";
-  return replay_problem(load_problem(problem_directory(rec.header.problem, backend)), rec);
+  const auto backend = backends().for_fingerprint(rec.header.fingerprint);
+  return replay_problem(load_problem(problem_directory(rec.header.problem, backend ? backend->name : "")), rec);
 }
 
 subcommand register_record(CLI::App& app) {

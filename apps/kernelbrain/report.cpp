@@ -101,10 +101,10 @@ void check_output(fs::path const& out) {
 /// name is only a label, and "#i" is shown instead.
 std::vector<std::string> shape_names(journal_contents const& j) {
   auto const& fp = j.header.evaluator;
-  const std::string backend = fp.starts_with("cuda") ? "cuda" : fp.starts_with("host") ? "host" : "";
-  if (backend.empty() || !j.reference) return {};
+  const auto backend = backends().for_fingerprint(fp);
+  if (!backend || !backend->problem_files || !j.reference) return {};
   try {
-    const auto prob = load_problem(problem_directory(j.header.problem, backend));
+    const auto prob = load_problem(problem_directory(j.header.problem, backend->name));
     if (prob.shapes.size() != j.reference->seconds.size()) return {};
     std::vector<std::string> names;
     for (auto const& s : prob.shapes) names.push_back(s.name);

@@ -16,9 +16,7 @@
 #include <exception>
 #include <filesystem>
 #include <fstream>
-#include <kernelbrain/evaluate/cuda.hpp>
-#include <kernelbrain/evaluate/host.hpp>
-#include <kernelbrain/evaluate/synthetic.hpp>
+#include <kernelbrain/backends/builtin.hpp>
 #include <kernelbrain/generate/llm/prompt_builder.hpp>
 #include <kernelbrain/io/journal.hpp>
 #include <kernelbrain/io/problem_loader.hpp>
@@ -146,7 +144,12 @@ std::string report_command(std::filesystem::path const& journal) {
 
 /// The search itself, on rank 0 (or without MPI): pool, model, journal, search, summary.
 int search_and_report(tune_options const& o, problem const& prob, std::string const& backend,
-                      std::string const& problem_name, synthetic_landscape const* land, mpi_job* job);
+                      std::string const& problem_name, std::any const& context, mpi_job* job);
+
+/// The synthetic backend's backend_request::context: its landscape (nothing for a problem directory).
+std::any landscape_context(std::optional<synthetic_landscape> const& land) {
+  return land ? std::any(&*land) : std::any{};
+}
 
 /// "cuda:0, cuda:1 (2 members)".
 std::string describe(evaluator_pool const& pool) {
@@ -157,31 +160,28 @@ std::string describe(evaluator_pool const& pool) {
 
 }  // namespace
 
-/// A problem directory: the argument itself, or a built-in problem's directory.
+void add_builtin_problem_roots() {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (auto self = fs::read_symlink("/proc/self/exe", ec); !ec)  // installed
+    backends().add_problem_root("host", self.parent_path().parent_path() / "share" / "kernelbrain" / "problems");
+#ifdef KERNELBRAIN_PROBLEMS_DIR
+  backends().add_problem_root("host", KERNELBRAIN_PROBLEMS_DIR);  // the source tree this CLI was built from
+#endif
+#ifdef KERNELBRAIN_CUDA_PROBLEMS_DIR
+  backends().add_problem_root("cuda", KERNELBRAIN_CUDA_PROBLEMS_DIR);
+#endif
+}
+
+/// A problem directory: the argument itself, or a built-in problem's directory: first in the folders of
+/// `backend` (the registry's problem_roots: its environment variable's, the installed share/ folder, the
+/// source tree's), then in every other backend's.
 std::filesystem::path problem_directory(std::string const& spec, std::string const& backend) {
   namespace fs = std::filesystem;
   if (fs::is_directory(spec) || fs::is_regular_file(spec)) return spec;
-  std::vector<fs::path> roots;
-  std::vector<fs::path> cuda_roots;
-  if (char const* env = std::getenv("KERNELBRAIN_CUDA_PROBLEMS")) cuda_roots.emplace_back(env);
-#ifdef KERNELBRAIN_CUDA_PROBLEMS_DIR
-  cuda_roots.emplace_back(KERNELBRAIN_CUDA_PROBLEMS_DIR);
-#endif
-  if (backend == "cuda")
-    for (auto const& r : cuda_roots)
-      if (fs::is_directory(r / spec)) return r / spec;
-  if (char const* env = std::getenv("KERNELBRAIN_PROBLEMS")) roots.emplace_back(env);
-  std::error_code ec;
-  if (auto self = fs::read_symlink("/proc/self/exe", ec); !ec)
-    roots.push_back(self.parent_path().parent_path() / "share" / "kernelbrain" / "problems");  // installed
-#ifdef KERNELBRAIN_PROBLEMS_DIR
-  roots.emplace_back(KERNELBRAIN_PROBLEMS_DIR);  // the source tree this CLI was built from
-#endif
+  const auto roots = backends().all_problem_roots(backend);
   for (auto const& r : roots)
     if (fs::is_directory(r / spec)) return r / spec;
-  for (auto const& r : cuda_roots)
-    if (fs::is_directory(r / spec)) return r / spec;
-  roots.insert(roots.end(), cuda_roots.begin(), cuda_roots.end());
   std::string known;
   for (auto const& r : roots)
     if (fs::is_directory(r))
@@ -218,14 +218,15 @@ int run_tune(tune_options const& o) {
     }
   }
   problem const& prob = land ? land->get_problem() : *loaded;
-  const std::string backend = !o.backend.empty() ? o.backend : land ? "synthetic" : prob.backend;
+  const std::string backend = !o.backend.empty() ? o.backend : backends().traits_of(prob).name;
   const std::string problem_name = land ? "synthetic:" + std::to_string(land->config().landscape_seed) : prob.name;
 
-  if (backend == "synthetic" && !land)
-    throw usage_error(fmt::format(
-        "the synthetic backend tunes 'synthetic' or 'synthetic:<landscape seed>', not '{}': use --backend {}",
-        o.problem, prob.backend));
-  if (backend != "synthetic" && land)
+  const auto traits = backends().traits(backend);
+  if (!traits.problem_files && !land)
+    throw usage_error(
+        fmt::format("the {} backend tunes 'synthetic' or 'synthetic:<landscape seed>', not '{}': use --backend {}",
+                    backend, o.problem, prob.backend));
+  if (traits.problem_files && land)
     throw usage_error(fmt::format("the {} backend needs a problem directory, not '{}'", backend, o.problem));
 
   // Under --mpi every rank runs this command: rank 0 searches, the others serve their members.
@@ -234,7 +235,7 @@ int run_tune(tune_options const& o) {
   if (job && job->rank() != 0) {
     local_pool serving;
     try {
-      serving = make_local_pool(prob, backend, o, land ? &*land : nullptr);
+      serving = make_local_pool(prob, backend, o, landscape_context(land));
     } catch (std::exception const& e) {
       job->refuse(e.what());
       return exit_usage;
@@ -243,7 +244,7 @@ int run_tune(tune_options const& o) {
     return exit_ok;
   }
   try {
-    return search_and_report(o, prob, backend, problem_name, land ? &*land : nullptr, job ? &*job : nullptr);
+    return search_and_report(o, prob, backend, problem_name, landscape_context(land), job ? &*job : nullptr);
   } catch (std::exception const& e) {
     if (!job) throw;
     // The other ranks wait for this one: say what went wrong, then end the whole job.
@@ -285,9 +286,9 @@ model_caps derived_model_caps(budget const& limits, std::uint64_t prompt_tokens,
 }
 
 int search_and_report(tune_options const& o, problem const& prob, std::string const& backend,
-                      std::string const& problem_name, synthetic_landscape const* land, mpi_job* job) {
-  local_pool local =
-      job ? make_local_pool(prob, backend, o, land, "rank 0 ", job->node()) : make_local_pool(prob, backend, o, land);
+                      std::string const& problem_name, std::any const& context, mpi_job* job) {
+  local_pool local = job ? make_local_pool(prob, backend, o, context, "rank 0 ", job->node())
+                         : make_local_pool(prob, backend, o, context);
   if (job) job->connect(local.pool, problem_name);
   evaluator_pool const& pool = local.pool;
 
@@ -299,16 +300,16 @@ int search_and_report(tune_options const& o, problem const& prob, std::string co
       throw usage_error(
           "--exchange stops the search to wait for answers: give --journal FILE so that --resume can continue it "
           "(or --exchange-wait SECONDS to wait instead)");
-    if (backend == "synthetic")
-      throw usage_error("a model writes kernel sources; the synthetic backend's candidates have none");
+    if (backends().traits(backend).language.empty())
+      throw usage_error(fmt::format("a model writes kernel sources; the {} backend's candidates have none", backend));
     std::vector<model_exchange> resumed;
     if (o.resume && o.journal && std::filesystem::exists(*o.journal))
       for (auto const& je : read_journal(*o.journal).exchanges) resumed.push_back(je.x);
     model = make_model(o.model, resumed, model_text, prob);
     fmt::print(stderr, "model: {}\n", model_text);
-    if (backend == "host")
-      fmt::print(stderr, "host candidates written by the model run natively, each in a process of its own under {}\n",
-                 host_sandbox_summary());
+    if (auto iso = backends().isolation(backend); !iso.empty())
+      fmt::print(stderr, "{} candidates written by the model run natively, each in a process of its own under {}\n",
+                 backend, iso);
   }
   any_policies pol = model ? builtin_strategies(model).make(o.strategy.name, prob, o.strategy.options)
                            : registry().make(o.strategy.name, prob, o.strategy.options);

@@ -16,9 +16,6 @@ namespace kernelbrain {
 /// tier must be an error, not a shape that silently escapes a check.
 inline constexpr std::array<std::string_view, 6> problem_tiers = {"smoke", "odd", "wide", "small", "medium", "large"};
 
-/// The backends a problem file may name: C++ on the host CPU now, CUDA later.
-inline constexpr std::array<std::string_view, 2> problem_backends = {"host", "cuda"};
-
 /// The name of the file a problem directory must hold.
 inline constexpr std::string_view problem_file_name = "problem.json";
 
@@ -27,7 +24,8 @@ inline constexpr std::string_view problem_file_name = "problem.json";
 /// problem::directory set to the absolute directory. `dir` may also be the path of problem.json itself.
 ///
 /// Throws kernelbrain::error for anything missing or malformed; the message names the file and the
-/// field, with the index for arrays, e.g. ".../problem.json: shapes[2].dims: missing dim 'C'".
+/// field, with the index for arrays, e.g. ".../problem.json: shapes[2].dims: missing dim 'C'". "backend"
+/// must name a registered backend that runs problem files (backends(): host and cuda are built in).
 [[nodiscard]] KERNELBRAIN_DECL problem load_problem(std::filesystem::path const& dir);
 
 }  // namespace kernelbrain

@@ -41,6 +41,7 @@
 #include <unordered_set>
 #include <utility>
 #include <vector>
+#include "kernelbrain/backends/registry.hpp"
 #include "kernelbrain/core/action.hpp"
 #include "kernelbrain/core/candidate.hpp"
 #include "kernelbrain/core/error.hpp"
@@ -169,11 +170,11 @@ class llm_generator {
   /// Builds the prompts of one request into `b`.
   void add_prompts(search_view const& v, proposal_request const& req, batch& b) {
     auto const& p = v.problem();
-    if (p.backend != "cuda" && p.backend != "host")
-      throw error("problem '" + p.name + "' runs on the " + (p.backend.empty() ? "synthetic" : p.backend) +
+    const auto traits = backends().traits_of(p);
+    if (traits.language.empty())
+      throw error("problem '" + p.name + "' runs on the " + traits.name +
                   " backend, whose candidates have no source: a model cannot write them");
-    b.expect.backend = p.backend;
-    b.expect.plan_required = p.backend == "cuda";
+    b.expect = expectations_for(traits);
     b.expect.max_reply_bytes = opt_.max_reply_bytes;
     std::vector<prompt_subject> subjects;
     std::vector<asked> why;

@@ -20,6 +20,7 @@
 #include <string>
 #include <string_view>
 #include <vector>
+#include "kernelbrain/backends/registry.hpp"
 #include "kernelbrain/core/candidate.hpp"
 #include "kernelbrain/core/error.hpp"
 #include "kernelbrain/core/problem.hpp"
@@ -170,7 +171,7 @@ class prompt_builder {
     auto const& p = v.problem();
     std::map<std::string, std::string, std::less<>> f;
     f["backend"] = p.backend;
-    f["language"] = p.backend == "cuda" ? "CUDA" : "C++";
+    f["language"] = backends().traits_of(p).language;
     f["answer_format"] = answer_format(p);
     f["problem"] = problem_section(v);
     f["reference"] = reference_section(p);
@@ -196,7 +197,7 @@ class prompt_builder {
   [[nodiscard]] prompt sample(problem const& p) const {
     std::map<std::string, std::string, std::less<>> f;
     f["backend"] = p.backend;
-    f["language"] = p.backend == "cuda" ? "CUDA" : "C++";
+    f["language"] = backends().traits_of(p).language;
     f["answer_format"] = answer_format(p);
     f["problem"] = "## Problem: " + p.name + "\n\n" +
                    (p.signature.empty() ? "" : "Signature: " + p.signature + "\n\n") +
@@ -216,43 +217,11 @@ class prompt_builder {
 
   /// The answer-format rules of a backend (the {{answer_format}} field).
   [[nodiscard]] static std::string answer_format(problem const& p) {
-    if (p.backend == "cuda")
-      return "## Answer format\n\n"
-             "Answer with exactly one ```cuda fenced block holding the whole kernel source, and exactly one "
-             "```json fenced block holding its launch plan. Prose outside the blocks is ignored.\n\n"
-             "Source rules: compiled by NVRTC for " +
-             option_or(p, "arch", "sm_90") +
-             " with `-default-device --std=c++17` and nothing else; no #include at all (not even cuda_fp16.h "
-             "or cooperative_groups.h: use PTX for clusters, fp16 conversions and async copies); every kernel the "
-             "plan launches is `extern \"C\" __global__`; every kernel parameter is 8 bytes: device pointers in "
-             "the order the plan's args give, dims as `long long`. At most 255 registers per thread and no "
-             "register spills are a good target; a block's shared memory (static + dynamic) at most 232448 "
-             "bytes.\n\n"
-             "Launch plan: {\"scratch\": [{\"name\", \"size\", \"dtype\"}] (optional), \"launches\": [{\"kernel\", "
-             "\"grid\": [3 exprs], \"block\": [3 exprs], \"smem\": expr (default \"0\"), \"cluster\": [3 exprs] "
-             "(optional, at most 8 blocks, dividing the grid), \"args\": [names]}]}. Expressions are strings over "
-             "the shape's dims with + - * / % and ceil_div(a, b), min, max, or JSON integers. args name inputs, "
-             "outputs, scratch buffers (element counts in size; dtype f32 or f16; uninitialised: write before "
-             "reading) or dims. Launches run in order on one stream. Dynamic shared memory above 48 KB is "
-             "allowed (the runner opts in).\n";
-    return "## Answer format\n\n"
-           "Answer with exactly one ```cpp fenced block holding one complete C++17 source file that defines\n"
-           "`extern \"C\" void kb_kernel(const kb_args* args)` (from \"kernelbrain/evaluate/host_abi.h\": "
-           "`struct kb_args { const float* const* inputs; float* const* outputs; const long long* dims; int "
-           "n_inputs, n_outputs, n_dims; }`; inputs and outputs are float32 buffers in the problem's order, dims "
-           "in its dim order). Prose outside the block is ignored.\n\n"
-           "Rules: include only <cmath>, <cstddef>, <cstdint>, <cstring>, <algorithm>, <array>, <numeric>, "
-           "<limits>, <immintrin.h>, <thread>, <vector>, <atomic> and \"kernelbrain/evaluate/host_abi.h\"; no "
-           "I/O, no system calls, no global state kept between calls; write every output element and never an "
-           "input; join every thread you start before returning (at most 4 threads); compile cleanly with -O3 "
-           "and without -ffast-math assumptions about the inputs.\n";
+    const auto t = backends().traits_of(p);
+    return t.answer_format ? t.answer_format(p) : std::string{};
   }
 
  private:
-  static std::string option_or(problem const& p, std::string const& key, std::string const& fallback) {
-    auto it = p.options.find(key);
-    return it == p.options.end() ? fallback : it->second;
-  }
   static std::string num(double x, char const* fmt = "%.4g") {
     char b[64];
     std::snprintf(b, sizeof b, fmt, x);
@@ -305,7 +274,7 @@ class prompt_builder {
   static std::string reference_section(problem const& p) {
     if (p.reference_source.empty()) return {};
     std::string s = "## Reference (trusted, obviously correct, slow)\n\n";
-    s += fenced(p.backend == "cuda" ? "cuda" : "cpp", p.reference_source);
+    s += fenced(backends().traits_of(p).fence, p.reference_source);
     if (!p.reference_launch.empty()) s += "Its launch plan:\n\n" + fenced("json", p.reference_launch);
     return s;
   }
@@ -352,7 +321,7 @@ class prompt_builder {
 
   std::string candidate_section(search_view const& v, candidate_record const& r, bool rejected, bool blind) const {
     std::string s = rejected ? "## The rejected kernel\n\n" : "## The kernel to improve\n\n";
-    s += fenced(v.problem().backend == "cuda" ? "cuda" : "cpp", r.cand.source);
+    s += fenced(backends().traits_of(v.problem()).fence, r.cand.source);
     if (!r.cand.launch.empty()) s += "Its launch plan:\n\n" + fenced("json", r.cand.launch);
     if (rejected) {
       s += "Verdict: rejected at stage '" + std::string(to_string(r.last.where)) +
@@ -365,7 +334,7 @@ class prompt_builder {
 
   static std::string incumbent_section(search_view const& v, candidate_record const& r) {
     std::string s = "## The best kernel measured so far (for reference; a different approach is welcome)\n\n";
-    s += fenced(v.problem().backend == "cuda" ? "cuda" : "cpp", r.cand.source);
+    s += fenced(backends().traits_of(v.problem()).fence, r.cand.source);
     if (!r.cand.launch.empty()) s += "Its launch plan:\n\n" + fenced("json", r.cand.launch);
     return s + measurement_section(v, r);
   }

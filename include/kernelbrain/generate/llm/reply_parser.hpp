@@ -9,6 +9,7 @@
 #include <string_view>
 #include <utility>
 #include <vector>
+#include "kernelbrain/backends/traits.hpp"
 #include "kernelbrain/core/verdict.hpp"
 
 namespace kernelbrain::llm {
@@ -43,11 +44,24 @@ enum class reply_status {
 
 /// What the problem expects of a reply.
 struct reply_expectations {
-  std::string backend = "cuda";           ///< "cuda" or "host"
-  std::vector<std::string> entry_points;  ///< cuda: the kernel names the problem requires, if it says; host: kb_kernel
-  bool plan_required = true;              ///< cuda: the reply must carry a launch plan ({"launches": ...})
+  /// Kernels a launch plan launches (CUDA: `__global__` functions, the plan in a ```json block); false:
+  /// one source that defines the entry point (host: kb_kernel). From backend_traits::launch_plan.
+  bool launch_plan = true;
+  std::string language = "CUDA";  ///< what the source is written in, for messages
+  std::vector<std::string>
+      entry_points;           ///< launch plans: the kernel names the problem requires, if it says; else kb_kernel
+  bool plan_required = true;  ///< launch plans: the reply must carry one ({"launches": ...})
   std::size_t max_reply_bytes = std::size_t{1} << 20;  ///< a longer reply is too_large
 };
+
+/// What a reply for a problem of backend `t` must hold (a launch plan where its kernels need one).
+[[nodiscard]] inline reply_expectations expectations_for(backend_traits const& t) {
+  reply_expectations e;
+  e.launch_plan = t.launch_plan;
+  e.plan_required = t.launch_plan;
+  e.language = t.language;
+  return e;
+}
 
 /// The outcome of parse_reply.
 struct parsed_reply {
@@ -546,7 +560,7 @@ inline void dedupe(std::vector<std::string>& v) {
   if (reply.size() > expect.max_reply_bytes)
     return fail(reply_status::too_large, "the reply has " + std::to_string(reply.size()) + " bytes (limit " +
                                              std::to_string(expect.max_reply_bytes) + ")");
-  const bool cuda = expect.backend != "host";
+  const bool cuda = expect.launch_plan;
   // CRLF (and a lone CR) -> LF.
   std::string text;
   text.reserve(reply.size());
@@ -704,13 +718,13 @@ inline void dedupe(std::vector<std::string>& v) {
   r.repairs = std::move(repairs);
   if (cuda && expect.plan_required && r.plan.empty()) {
     r.status = reply_status::missing_plan;
-    r.message = "a CUDA source but no launch plan (a JSON object with \"launches\")";
+    r.message = "a " + expect.language + " source but no launch plan (a JSON object with \"launches\")";
     if (other_json > 0) r.message += "; a JSON block that is not a launch plan was ignored";
     return r;
   }
   r.status = reply_status::ok;
-  r.message = "a " + std::string(cuda ? "CUDA" : "host") + " source" + (r.plan.empty() ? "" : " and a launch plan") +
-              ", " + std::to_string(r.repairs.size()) + " repair(s)";
+  r.message = "a " + expect.language + " source" + (r.plan.empty() ? "" : " and a launch plan") + ", " +
+              std::to_string(r.repairs.size()) + " repair(s)";
   return r;
 }
 

@@ -17,6 +17,7 @@
 #include <system_error>
 #include <utility>
 #include <vector>
+#include "kernelbrain/backends/registry.hpp"
 #include "kernelbrain/core/diagnosis_tags.hpp"
 #include "kernelbrain/core/error.hpp"
 #include "kernelbrain/core/expr.hpp"
@@ -219,7 +220,7 @@ inline std::vector<tensor_spec> tensors(reader const& r, json::object const& top
   return out;
 }
 
-/// `min_dim`: 1, or 0 for CUDA problems (a dim may be a padding or an offset there).
+/// `min_dim`: the backend's backend_traits::min_dim (CUDA: 0, a dim may be a padding or an offset there).
 inline std::vector<shape> shapes(reader const& r, json::object const& top, std::vector<std::string> const& dim_names,
                                  std::int64_t min_dim = 1) {
   auto const& arr = r.array(r.required(top, "", "shapes"), "shapes");
@@ -459,16 +460,17 @@ inline problem parse(reader const& r, json::value const& doc) {
   if (auto const* d = reader::optional(top, "description")) p.description = r.string(*d, "description", true);
   p.name = r.string(r.required(top, "", "name"), "name");
   p.backend = r.string(r.required(top, "", "backend"), "backend");
-  if (std::find(problem_backends.begin(), problem_backends.end(), p.backend) == problem_backends.end()) {
-    std::vector<std::string> names(problem_backends.begin(), problem_backends.end());
-    r.fail("backend", "unknown backend '" + p.backend + "' (known: " + joined(names) + ")");
-  }
+  std::vector<std::string> file_backends;
+  for (auto const& n : backends().names())
+    if (backends().traits(n).problem_files) file_backends.push_back(n);
+  if (std::find(file_backends.begin(), file_backends.end(), p.backend) == file_backends.end())
+    r.fail("backend", "unknown backend '" + p.backend + "' (known: " + joined(file_backends) + ")");
   p.signature = r.string(r.required(top, "", "signature"), "signature");
   p.dim_order = dims(r, top);
   std::vector<std::string> taken;
   p.inputs = tensors(r, top, "inputs", true, p.dim_order, taken);
   p.outputs = tensors(r, top, "outputs", false, p.dim_order, taken);
-  p.shapes = shapes(r, top, p.dim_order, p.backend == "cuda" ? 0 : 1);
+  p.shapes = shapes(r, top, p.dim_order, backends().traits(p.backend).min_dim);
   evaluate_shapes(r, top, p);
 
   auto const& tol = r.object(r.required(top, "", "tolerance"), "tolerance");
