@@ -274,6 +274,34 @@ TEST_CASE("backend registry: the built-in backends' traits are what the library 
   CHECK(cuda.answer_format(p).find("compiled by NVRTC for sm_90a") != std::string::npos);
   p.backend = "host";
   CHECK(host.answer_format(p).find("kb_kernel(const kb_args* args)") != std::string::npos);
+  CHECK(backends().origin_of_fingerprint("replay/cuda/v2; nvrtc 12.8")->name == "cuda");
+  CHECK(backends().origin_of_fingerprint("host/v1")->name == "host");
+
+  // Backends that open their own problems: the synthetic backend's names, the replay backend's recordings.
+  auto syn = backends().open("synthetic:3");
+  REQUIRE(syn.has_value());
+  CHECK(syn->backend == "synthetic");
+  CHECK(syn->label == "synthetic:3");
+  REQUIRE(std::any_cast<synthetic_landscape const*>(&syn->context) != nullptr);
+  CHECK((*std::any_cast<synthetic_landscape const*>(&syn->context))->config().landscape_seed == 3);
+  CHECK(backends().open("synthetic")->label == "synthetic:7");
+  CHECK_FALSE(backends().open("softmax").has_value());
+  CHECK_FALSE(backends().open("synthetics").has_value());
+  CHECK_THROWS_WITH_AS((void)backends().open("synthetic:x"), doctest::Contains("'x' is not a whole number"), error);
+  // The recording's problem is looked up among the problems of the backend that recorded it (the CLI adds
+  // the source tree's folders at start-up; here the test does).
+  static const bool roots = [] {
+    backends().add_problem_root("cuda", fs::path(KB_SOURCE_DIR) / "examples" / "cuda_problems");
+    return true;
+  }();
+  CHECK(roots);
+  auto rec = backends().open(std::string(KB_SOURCE_DIR) + "/bench/recordings/softmax.jsonl.gz");
+  REQUIRE(rec.has_value());
+  CHECK(rec->backend == "replay");
+  CHECK(rec->prob->name == "softmax");
+  CHECK(rec->prob->backend == "cuda");  // recorded on an H200: the CUDA softmax, found among the CUDA problems
+  CHECK_FALSE(backends().open("synthetic:3", "replay").has_value());
+
   CHECK_FALSE(backends().isolation("host").empty());
   CHECK(backends().isolation("cuda").empty());
 }

@@ -194,12 +194,6 @@ class ablate_arguments {
 
 // --- Subjects -----------------------------------------------------------------------------------------
 
-bool is_synthetic_name(std::string const& spec) { return spec == "synthetic" || spec.starts_with("synthetic:"); }
-
-bool looks_like_recording(std::string const& spec) {
-  return (spec.ends_with(".jsonl.gz") || spec.ends_with(".jsonl")) && std::filesystem::is_regular_file(spec);
-}
-
 /// The recording PROBLEM names: the file itself, or DIR/<name>.jsonl.gz (.jsonl) in --recordings DIR.
 std::filesystem::path recording_file(std::string const& spec, std::optional<std::filesystem::path> const& dir) {
   namespace fs = std::filesystem;
@@ -213,27 +207,29 @@ std::filesystem::path recording_file(std::string const& spec, std::optional<std:
                   spec, dir ? fmt::format(" (nor {}/{}.jsonl.gz)", dir->string(), spec) : ""));
 }
 
-/// One PROBLEM argument on the backend --backend names (or its own).
+/// One PROBLEM argument: a problem a backend opens itself (synthetic:<seed>, a recording; with
+/// --recordings DIR, a recording's name), else a problem directory on the backend --backend names (or
+/// its own).
 ablation_subject make_subject(std::string const& spec, ablate_options const& o) {
-  if (o.recordings && !o.backend.empty() && o.backend != "replay")
-    throw usage_error(fmt::format("--recordings names recordings for the replay backend, not for {}", o.backend));
-  std::string backend = o.backend;
-  if (backend.empty() && is_synthetic_name(spec)) backend = "synthetic";
-  if (backend.empty() && (o.recordings || looks_like_recording(spec))) backend = "replay";
-  if (backend == "synthetic") {
-    if (!is_synthetic_name(spec))
-      throw usage_error(
-          fmt::format("the synthetic backend runs 'synthetic' or 'synthetic:<landscape seed>', not '{}': use --backend "
-                      "host or cuda",
-                      spec));
-    return synthetic_subject(spec);
+  const std::string target = o.recordings ? recording_file(spec, o.recordings).string() : spec;
+  std::optional<opened_problem> opened;
+  try {
+    opened = backends().open(target);
+  } catch (error const& e) {
+    throw usage_error(e.what());
   }
-  if (is_synthetic_name(spec))
-    throw usage_error(fmt::format("the {} backend needs a problem directory, not '{}'", backend, spec));
-  if (backend == "replay") {
-    return replay_subject(recording_file(spec, o.recordings));
+  if (opened) {
+    if (!o.backend.empty() && o.backend != opened->backend)
+      throw usage_error(fmt::format("the {} backend needs a problem directory, not '{}' (a problem of the {} backend)",
+                                    o.backend, spec, opened->backend));
+    return opened_subject(*opened, target);
   }
-  return measured_subject(spec, backend);
+  if (o.recordings)
+    throw usage_error(fmt::format("--recordings DIR names recordings: '{}' is not one a backend replays", target));
+  if (!o.backend.empty() && !backends().traits(o.backend).problem_files)
+    throw usage_error(
+        fmt::format("the {} backend runs problems it opens itself, not the problem directory '{}'", o.backend, spec));
+  return measured_subject(spec, o.backend);
 }
 
 // --- One run ------------------------------------------------------------------------------------------
@@ -540,32 +536,51 @@ bool matches_expected(std::string const& got, std::string const& expected, std::
 
 // --- Subjects, by backend -----------------------------------------------------------------------------
 
-ablation_subject synthetic_subject(std::string const& spec) {
-  synthetic_config cfg;
-  if (spec != "synthetic") {
-    try {
-      cfg.landscape_seed = parse_count(std::string_view(spec).substr(10), "synthetic:7");
-    } catch (usage_error const& e) {
-      throw usage_error(fmt::format("problem '{}': {}", spec, e.what()));
-    }
-  }
-  auto land = std::make_shared<synthetic_landscape const>(cfg);
+ablation_subject opened_subject(opened_problem const& opened, std::string const& file) {
   ablation_subject s;
-  s.label = "synthetic:" + std::to_string(cfg.landscape_seed);
-  s.backend = "synthetic";
-  s.prob = land->get_problem();
-  s.make_evaluator = [land]() -> std::unique_ptr<evaluator> { return std::make_unique<synthetic_evaluator>(*land); };
-  s.true_speedup = [land](evaluator&, candidate const& c) -> std::optional<double> {
-    if (c.family.empty()) return std::nullopt;
-    try {
-      if (land->failure(c.family, c.params)) return std::nullopt;
-      return land->optimum_quality() / land->quality(c.family, c.params);
-    } catch (error const&) {  // a family the landscape does not have
-      return std::nullopt;
-    }
+  s.label = opened.label;
+  s.backend = opened.backend;
+  s.prob = *opened.prob;
+  // The evaluator may keep references to the problem and what the context points to: the lambda, held by
+  // the subject, keeps them alive.
+  s.make_evaluator = [opened]() -> std::unique_ptr<evaluator> {
+    return make_backend_evaluator(*opened.prob, opened.backend, {}, opened.context);
   };
-  s.best_true_speedup = [](evaluator&) -> std::optional<double> { return 1.0; };
-  s.truth_note = "the landscape's known optimum: true speedups are relative to it";
+  s.truth_note = "measured: the best speedup any run of this ablation confirmed at the top rung; " + opened.backend +
+                 " has no truth";
+  if (auto const* land = std::any_cast<synthetic_landscape const*>(&opened.context)) {
+    // A landscape: its known optimum is the truth.
+    s.true_speedup = [l = *land, keep = opened.keep](evaluator&, candidate const& c) -> std::optional<double> {
+      if (c.family.empty()) return std::nullopt;
+      try {
+        if (l->failure(c.family, c.params)) return std::nullopt;
+        return l->optimum_quality() / l->quality(c.family, c.params);
+      } catch (error const&) {  // a family the landscape does not have
+        return std::nullopt;
+      }
+    };
+    s.best_true_speedup = [](evaluator&) -> std::optional<double> { return 1.0; };
+    s.truth_note = "the landscape's known optimum: true speedups are relative to it";
+  }
+  if (auto const* rec = std::any_cast<recording const*>(&opened.context)) {
+    // A recording: its best point, by the noise-free medians, is the truth.
+    s.true_speedup = [](evaluator& ev, candidate const& c) {
+      return dynamic_cast<replay_evaluator&>(ev).true_speedup(c);
+    };
+    s.best_true_speedup = [](evaluator& ev) -> std::optional<double> {
+      return dynamic_cast<replay_evaluator&>(ev).best_true_speedup();
+    };
+    // Recordings made before the compile cache kept a prefetched compile's time hold it for few points:
+    // their compile seconds would be a gross undercount, so the column says "-" for them.
+    std::size_t timed = 0;
+    for (auto const& p : (*rec)->points) timed += p.compile_seconds > 0 ? 1 : 0;
+    if (2 * timed >= (*rec)->points.size())
+      s.compile_seconds = [](evaluator& ev) -> std::optional<double> {
+        return dynamic_cast<replay_evaluator&>(ev).compile_seconds();
+      };
+    s.truth_note = fmt::format("the best recorded point of {}, by its noise-free medians",
+                               std::filesystem::path(file).filename().string());
+  }
   return s;
 }
 
@@ -584,38 +599,6 @@ ablation_subject measured_subject(std::string const& spec, std::string const& ba
   s.make_evaluator = [prob, on] { return make_backend_evaluator(*prob, on); };
   s.truth_note =
       "measured: the best speedup any run of this ablation confirmed at the top rung; " + on + " has no truth";
-  return s;
-}
-
-ablation_subject replay_subject(std::filesystem::path const& recording_file) {
-  auto rec = std::make_shared<recording const>(read_recording(recording_file));
-  // The problem it was recorded from, found by name as tune finds a built-in (examples/cuda_problems/<name>
-  // for a CUDA recording), narrowed to the recorded points by replay_problem.
-  auto prob = std::make_shared<problem const>(recorded_problem(*rec));
-  ablation_subject s;
-  s.label = prob->name;
-  s.backend = "replay";
-  s.prob = *prob;
-  // The evaluator may keep references to both: the lambda, held by the subject, keeps them alive.
-  s.make_evaluator = [rec, prob]() -> std::unique_ptr<evaluator> {
-    return std::make_unique<replay_evaluator>(*rec, *prob);
-  };
-  s.true_speedup = [](evaluator& ev, candidate const& c) {
-    return dynamic_cast<replay_evaluator&>(ev).true_speedup(c);
-  };
-  s.best_true_speedup = [](evaluator& ev) -> std::optional<double> {
-    return dynamic_cast<replay_evaluator&>(ev).best_true_speedup();
-  };
-  // Recordings made before the compile cache kept a prefetched compile's time hold it for few points:
-  // their compile seconds would be a gross undercount, so the column says "-" for them.
-  std::size_t timed = 0;
-  for (auto const& p : rec->points) timed += p.compile_seconds > 0 ? 1 : 0;
-  if (2 * timed >= rec->points.size())
-    s.compile_seconds = [](evaluator& ev) -> std::optional<double> {
-      return dynamic_cast<replay_evaluator&>(ev).compile_seconds();
-    };
-  s.truth_note =
-      fmt::format("the best recorded point of {}, by its noise-free medians", recording_file.filename().string());
   return s;
 }
 

@@ -8,6 +8,7 @@
 #pragma once
 #include <filesystem>
 #include <functional>
+#include <kernelbrain/backends/registry.hpp>
 #include <kernelbrain/core/candidate.hpp>
 #include <kernelbrain/core/evaluator.hpp>
 #include <kernelbrain/core/problem.hpp>
@@ -34,12 +35,10 @@ struct ablation_subject {
   std::string truth_note;
 };
 
-/// "synthetic" or "synthetic:<landscape seed>": the landscape's known optimum is the truth.
-[[nodiscard]] ablation_subject synthetic_subject(std::string const& spec);
-/// A problem directory or built-in name, measured on the host or cuda backend: no truth.
+/// A problem a backend opened itself (backend_registry::open: a synthetic landscape, whose known optimum
+/// is the truth; a recording (`file`), whose best recorded point is).
+[[nodiscard]] ablation_subject opened_subject(opened_problem const& opened, std::string const& file);
+/// A problem directory or built-in name, measured on a backend that runs problem files: no truth.
 [[nodiscard]] ablation_subject measured_subject(std::string const& spec, std::string const& backend);
-/// A recording (…/<name>.jsonl.gz) replayed against the built-in problem it was recorded from (a CUDA
-/// recording: examples/cuda_problems/<name>; see recorded_problem in commands.hpp).
-[[nodiscard]] ablation_subject replay_subject(std::filesystem::path const& recording_file);
 
 }  // namespace kernelbrain::cli

@@ -935,7 +935,7 @@ int run_export(export_options const& o) {
     }
     if (!jc.has_header()) throw usage_error(fmt::format("'{}' is an empty journal: nothing to export", o.input));
     auto const& ev = jc.header.evaluator;
-    if (!ev.starts_with("cuda/") && !ev.starts_with("replay/cuda/"))
+    if (auto origin = backends().origin_of_fingerprint(ev); !origin || !origin->exports)
       throw usage_error(fmt::format(
           "journal '{}' was written by another backend than cuda (evaluator '{}'): only CUDA kernels can be exported",
           o.input, ev.substr(0, ev.find(';'))));

@@ -230,7 +230,7 @@ int run_record(record_options const& o) {
 }  // namespace
 
 problem recorded_problem(recording const& rec) {
-  const auto backend = backends().for_fingerprint(rec.header.fingerprint);
+  const auto backend = backends().origin_of_fingerprint(rec.header.fingerprint);
   return replay_problem(load_problem(problem_directory(rec.header.problem, backend ? backend->name : "")), rec);
 }
 

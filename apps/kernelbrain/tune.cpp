@@ -48,24 +48,6 @@ Examples:
   kernelbrain tune synthetic --budget 300evals --journal run.jsonl
   kernelbrain tune synthetic --budget 300evals --journal run.jsonl --resume   # after a kill)";
 
-/// "synthetic" or "synthetic:<landscape seed>".
-synthetic_config synthetic_problem(std::string const& spec) {
-  synthetic_config c;
-  if (spec == "synthetic") return c;
-  if (spec.starts_with("synthetic:")) {
-    try {
-      c.landscape_seed = parse_count(std::string_view(spec).substr(10), "synthetic:7");
-    } catch (usage_error const& e) {
-      throw usage_error(fmt::format("problem '{}': {}", spec, e.what()));
-    }
-    return c;
-  }
-  throw usage_error(
-      fmt::format("problem '{}' is not a synthetic problem: the synthetic backend tunes 'synthetic' "
-                  "or 'synthetic:<landscape seed>'",
-                  spec));
-}
-
 /// For each problem shape, the candidate with the lowest median time at that shape among those
 /// measured at the top rung (every shape, most samples): what "the best kernel of each shape" means.
 class per_shape_best final : public observer {
@@ -146,11 +128,6 @@ std::string report_command(std::filesystem::path const& journal) {
 int search_and_report(tune_options const& o, problem const& prob, std::string const& backend,
                       std::string const& problem_name, std::any const& context, mpi_job* job);
 
-/// The synthetic backend's backend_request::context: its landscape (nothing for a problem directory).
-std::any landscape_context(std::optional<synthetic_landscape> const& land) {
-  return land ? std::any(&*land) : std::any{};
-}
-
 /// "cuda:0, cuda:1 (2 members)".
 std::string describe(evaluator_pool const& pool) {
   std::string out;
@@ -177,19 +154,11 @@ void add_builtin_problem_roots() {
 /// `backend` (the registry's problem_roots: its environment variable's, the installed share/ folder, the
 /// source tree's), then in every other backend's.
 std::filesystem::path problem_directory(std::string const& spec, std::string const& backend) {
-  namespace fs = std::filesystem;
-  if (fs::is_directory(spec) || fs::is_regular_file(spec)) return spec;
-  const auto roots = backends().all_problem_roots(backend);
-  for (auto const& r : roots)
-    if (fs::is_directory(r / spec)) return r / spec;
-  std::string known;
-  for (auto const& r : roots)
-    if (fs::is_directory(r))
-      for (auto const& e : fs::directory_iterator(r))
-        if (fs::exists(e.path() / "problem.json")) known += (known.empty() ? "" : ", ") + e.path().filename().string();
-  throw usage_error(fmt::format("problem '{}' is neither a directory nor a built-in problem {}", spec,
-                                known.empty() ? std::string("(no built-in problems found; set KERNELBRAIN_PROBLEMS)")
-                                              : "(built-in: " + known + ", synthetic)"));
+  try {
+    return backends().problem_directory(spec, backend);
+  } catch (error const& e) {
+    throw usage_error(e.what());
+  }
 }
 
 subcommand register_tune(CLI::App& app) {
@@ -200,13 +169,21 @@ subcommand register_tune(CLI::App& app) {
 }
 
 int run_tune(tune_options const& o) {
-  const bool synthetic_problem_name = o.problem == "synthetic" || o.problem.starts_with("synthetic:");
-  std::optional<synthetic_landscape> land;
+  // A problem a backend opens itself (synthetic:<seed>, a recording), else a problem directory.
+  std::optional<opened_problem> opened;
+  try {
+    opened = backends().open(o.problem);
+  } catch (error const& e) {
+    throw usage_error(e.what());
+  }
   std::optional<problem> loaded;
-  if (synthetic_problem_name) {
+  if (opened) {
     if (!o.focus.empty())
-      throw usage_error("--focus names shapes of a problem directory; the synthetic problem has none to choose");
-    land.emplace(synthetic_problem(o.problem));
+      throw usage_error(fmt::format("--focus names shapes of a problem directory; '{}' ({} backend) has none to choose",
+                                    o.problem, opened->backend));
+    if (!o.backend.empty() && o.backend != opened->backend)
+      throw usage_error(fmt::format("the {} backend needs a problem directory, not '{}' (a problem of the {} backend)",
+                                    o.backend, o.problem, opened->backend));
   } else {
     loaded = load_problem(problem_directory(o.problem, o.backend));
     if (!o.focus.empty()) {
@@ -217,17 +194,13 @@ int run_tune(tune_options const& o) {
       }
     }
   }
-  problem const& prob = land ? land->get_problem() : *loaded;
-  const std::string backend = !o.backend.empty() ? o.backend : backends().traits_of(prob).name;
-  const std::string problem_name = land ? "synthetic:" + std::to_string(land->config().landscape_seed) : prob.name;
-
-  const auto traits = backends().traits(backend);
-  if (!traits.problem_files && !land)
-    throw usage_error(
-        fmt::format("the {} backend tunes 'synthetic' or 'synthetic:<landscape seed>', not '{}': use --backend {}",
-                    backend, o.problem, prob.backend));
-  if (traits.problem_files && land)
-    throw usage_error(fmt::format("the {} backend needs a problem directory, not '{}'", backend, o.problem));
+  problem const& prob = opened ? *opened->prob : *loaded;
+  const std::string backend = opened ? opened->backend : !o.backend.empty() ? o.backend : prob.backend;
+  const std::string problem_name = opened ? opened->label : prob.name;
+  const std::any context = opened ? opened->context : std::any{};
+  if (!opened && !backends().traits(backend).problem_files)
+    throw usage_error(fmt::format("the {} backend runs no problem directory ('{}'): use --backend {}", backend,
+                                  o.problem, prob.backend));
 
   // Under --mpi every rank runs this command: rank 0 searches, the others serve their members.
   std::optional<mpi_job> job;
@@ -235,7 +208,7 @@ int run_tune(tune_options const& o) {
   if (job && job->rank() != 0) {
     local_pool serving;
     try {
-      serving = make_local_pool(prob, backend, o, landscape_context(land));
+      serving = make_local_pool(prob, backend, o, context);
     } catch (std::exception const& e) {
       job->refuse(e.what());
       return exit_usage;
@@ -244,7 +217,7 @@ int run_tune(tune_options const& o) {
     return exit_ok;
   }
   try {
-    return search_and_report(o, prob, backend, problem_name, landscape_context(land), job ? &*job : nullptr);
+    return search_and_report(o, prob, backend, problem_name, context, job ? &*job : nullptr);
   } catch (std::exception const& e) {
     if (!job) throw;
     // The other ranks wait for this one: say what went wrong, then end the whole job.

@@ -5,14 +5,21 @@
 // includes backends/registry.hpp instead.
 #pragma once
 #include <any>
+#include <charconv>
+#include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
+#include <system_error>
 #include <vector>
 #include "kernelbrain/backends/registry.hpp"
 #include "kernelbrain/evaluate/cuda.hpp"
 #include "kernelbrain/evaluate/host.hpp"
 #include "kernelbrain/evaluate/replay.hpp"
 #include "kernelbrain/evaluate/synthetic.hpp"
+#include "kernelbrain/io/problem_loader.hpp"
+#include "kernelbrain/io/recording.hpp"
 
 namespace kernelbrain {
 
@@ -24,6 +31,47 @@ T const& request_context(backend_request const& req, char const* backend, char c
   if (auto const* p = std::any_cast<T const*>(&req.context); p && *p) return **p;
   throw error(std::string("the ") + backend + " backend builds its evaluator from " + what +
               " (backend_request::context), which this request does not hold");
+}
+
+/// The synthetic backend's problems: "synthetic" (landscape seed 7) or "synthetic:<landscape seed>".
+inline std::optional<opened_problem> open_synthetic(std::string const& spec) {
+  constexpr std::string_view name = "synthetic";
+  if (!spec.starts_with(name) || (spec.size() > name.size() && spec[name.size()] != ':')) return std::nullopt;
+  synthetic_config cfg;
+  if (spec.size() > name.size()) {
+    const std::string_view digits = std::string_view(spec).substr(name.size() + 1);
+    const auto r = std::from_chars(digits.data(), digits.data() + digits.size(), cfg.landscape_seed);
+    if (digits.empty() || r.ec != std::errc{} || r.ptr != digits.data() + digits.size())
+      throw error("problem '" + spec + "': '" + std::string(digits) + "' is not a whole number " +
+                  (r.ec == std::errc::result_out_of_range ? "that fits in 64 bits" : "(0 or more)") +
+                  ": use e.g. synthetic:7");
+  }
+  auto land = std::make_shared<synthetic_landscape const>(cfg);
+  opened_problem o;
+  o.label = "synthetic:" + std::to_string(cfg.landscape_seed);
+  o.prob = std::shared_ptr<problem const>(land, &land->get_problem());
+  o.context = land.get();
+  o.keep = land;
+  return o;
+}
+
+/// The replay backend's problems: a recording file (kernelbrain record's .jsonl or .jsonl.gz), with the
+/// problem it was recorded from (looked up by name among the recorded backend's problems) narrowed to
+/// the recorded points.
+inline std::optional<opened_problem> open_recording(std::string const& spec) {
+  std::error_code ec;
+  if (!(spec.ends_with(".jsonl.gz") || spec.ends_with(".jsonl")) || !std::filesystem::is_regular_file(spec, ec))
+    return std::nullopt;
+  auto rec = std::make_shared<recording const>(read_recording(spec));
+  const auto origin = backends().origin_of_fingerprint(rec->header.fingerprint);
+  auto prob = std::make_shared<problem const>(replay_problem(
+      load_problem(backends().problem_directory(rec->header.problem, origin ? origin->name : "")), *rec));
+  opened_problem o;
+  o.label = prob->name;
+  o.prob = prob;
+  o.context = rec.get();
+  o.keep = rec;
+  return o;
 }
 
 inline bool provide_builtin_backends() {
@@ -55,6 +103,8 @@ inline bool provide_builtin_backends() {
     return std::make_unique<replay_evaluator>(request_context<recording>(req, "replay", "a recording const*"),
                                               *req.prob);
   });
+  r.provide_opener("synthetic", open_synthetic);
+  r.provide_opener("replay", open_recording);
   return true;
 }
 

@@ -102,6 +102,7 @@ inline std::string arch_of(problem const& p) {
   t.description = "answers from a recording of a host or CUDA sweep (kernelbrain record): ablations at no device cost";
   t.problem_files = false;
   t.fingerprint_prefix = "replay/";
+  t.wraps_fingerprint = true;
   t.float64_note = "replayed problems are checked where they were recorded";
   return t;
 }

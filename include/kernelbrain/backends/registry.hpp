@@ -39,11 +39,24 @@ struct backend_request {
   std::any context;
 };
 
+/// A problem a backend made from a name or a file rather than a problem directory (the synthetic
+/// backend's "synthetic:<seed>", the replay backend's recording), with what its evaluators need.
+struct opened_problem {
+  std::string backend;  ///< who opened it
+  std::string label;    ///< how searches and tables name it ("synthetic:7")
+  std::shared_ptr<problem const> prob;
+  std::any context;                  ///< for backend_request::context; points into `keep`
+  std::shared_ptr<void const> keep;  ///< owns what `context` points to
+};
+
 class backend_registry {
  public:
   using factory = std::function<std::unique_ptr<evaluator>(backend_request const&)>;
   using device_lister = std::function<std::vector<std::string>()>;
   using note_maker = std::function<std::string()>;
+  /// Opens `spec` if it names one of the backend's own problems (nullopt otherwise); throws
+  /// kernelbrain::error for one that is its own but malformed ("synthetic:x").
+  using opener = std::function<std::optional<opened_problem>(std::string const& spec)>;
 
   /// Registers a backend: its traits and, optionally already, its factory. Throws kernelbrain::error
   /// for an empty or taken name.
@@ -64,6 +77,29 @@ class backend_registry {
     if (devices) e.devices = std::move(devices);
     if (isolation) e.isolation = std::move(isolation);
     return *this;
+  }
+  /// Gives backend `name` an opener: the problems it makes from a name or a file (open()).
+  backend_registry& provide_opener(std::string const& name, opener open) {
+    std::lock_guard lk(mu_);
+    get(name).open = std::move(open);
+    return *this;
+  }
+  /// The problem `spec` names for a backend with an opener: `backend`'s if given (nullopt if it does not
+  /// claim it), else the first backend's that claims it. nullopt: `spec` is a problem directory or a
+  /// built-in problem's name, for problem_directory().
+  [[nodiscard]] std::optional<opened_problem> open(std::string const& spec, std::string const& backend = {}) const {
+    std::vector<std::pair<std::string, opener>> openers;
+    {
+      std::lock_guard lk(mu_);
+      for (auto const& [n, e] : entries_)
+        if (e.open && (backend.empty() || n == backend)) openers.emplace_back(n, e.open);
+    }
+    for (auto const& [n, o] : openers)
+      if (auto opened = o(spec)) {
+        opened->backend = n;
+        return opened;
+      }
+    return std::nullopt;
   }
   /// Adds a folder of built-in problems for backend `name` (searched after its problems_env folder).
   backend_registry& add_problem_root(std::string const& name, std::filesystem::path root) {
@@ -122,6 +158,37 @@ class backend_registry {
           (!best || e.traits.fingerprint_prefix.size() > best->traits.fingerprint_prefix.size()))
         best = &e;
     return best ? std::optional<backend_traits>(best->traits) : std::nullopt;
+  }
+  /// The backend that measured what fingerprint `fp` describes: for_fingerprint(), looking through a
+  /// backend that wraps another's fingerprint (replay/cuda/... is cuda's).
+  [[nodiscard]] std::optional<backend_traits> origin_of_fingerprint(std::string_view fp) const {
+    auto t = for_fingerprint(fp);
+    while (t && t->wraps_fingerprint && fp.size() > t->fingerprint_prefix.size()) {
+      fp.remove_prefix(t->fingerprint_prefix.size());
+      t = for_fingerprint(fp);
+    }
+    return t;
+  }
+  /// The folder of problem `spec`: `spec` itself when it is a directory or a file, else the folder of that
+  /// name in problem_roots of `backend` first, then of every backend (all_problem_roots). Throws
+  /// kernelbrain::error naming the built-in problems it knows.
+  [[nodiscard]] std::filesystem::path problem_directory(std::string const& spec,
+                                                        std::string const& backend = {}) const {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    if (fs::is_directory(spec, ec) || fs::is_regular_file(spec, ec)) return spec;
+    const auto roots = all_problem_roots(backend);
+    for (auto const& r : roots)
+      if (fs::is_directory(r / spec, ec)) return r / spec;
+    std::string known;
+    for (auto const& r : roots)
+      if (fs::is_directory(r, ec))
+        for (auto const& e : fs::directory_iterator(r, ec))
+          if (fs::exists(e.path() / "problem.json", ec))
+            known += (known.empty() ? "" : ", ") + e.path().filename().string();
+    throw error("problem '" + spec + "' is neither a directory nor a built-in problem " +
+                (known.empty() ? std::string("(no built-in problems found; set KERNELBRAIN_PROBLEMS)")
+                               : "(built-in: " + known + ")"));
   }
   /// The devices of `name` one process can time on (one evaluator each); empty: one, the default.
   [[nodiscard]] std::vector<std::string> devices(std::string const& name) const {
@@ -209,6 +276,7 @@ class backend_registry {
     device_lister devices;
     note_maker isolation;
     std::vector<std::filesystem::path> roots;
+    opener open;
   };
   entry& get(std::string_view name) { return const_cast<entry&>(std::as_const(*this).get(name)); }
   entry const& get(std::string_view name) const {

@@ -29,6 +29,9 @@ struct backend_traits {
   bool exports = false;      ///< kernelbrain export turns its kernels into a program and a PyTorch module
   /// The answer-format section of a prompt for problem `p` (the rules a model's source must follow).
   std::function<std::string(problem const&)> answer_format;
+  /// Its fingerprints are another backend's behind its prefix (replay: "replay/" + the recorded one):
+  /// backend_registry::origin_of_fingerprint looks through it.
+  bool wraps_fingerprint = false;
   /// What `check` says about comparing the problem's reference with a float64 computation.
   std::string float64_note;
 };
