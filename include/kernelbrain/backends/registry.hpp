@@ -65,7 +65,8 @@ class backend_registry {
     if (t.name.empty()) throw error("backend_registry: a backend needs a non-empty name");
     if (entries_.contains(t.name)) throw error("backend_registry: backend '" + t.name + "' is already registered");
     std::string name = t.name;
-    entries_.emplace(std::move(name), entry{std::move(t), std::move(make), std::move(devices), std::move(isolation)});
+    entries_.emplace(std::move(name),
+                     entry{std::move(t), std::move(make), std::move(devices), std::move(isolation), {}, {}});
     return *this;
   }
   /// Gives a registered backend its factory (and device lister and isolation note), replacing any it had.

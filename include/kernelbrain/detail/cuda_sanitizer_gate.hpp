@@ -22,14 +22,22 @@
 #include <unordered_map>
 #include <utility>
 #include <vector>
+#include "kernelbrain/config.hpp"
 #include "kernelbrain/core/candidate.hpp"
 #include "kernelbrain/core/problem.hpp"
 #include "kernelbrain/core/verdict.hpp"
 #include "kernelbrain/detail/cuda_protocol.hpp"
 #include "kernelbrain/detail/sanitizer_memory.hpp"
 #include "kernelbrain/detail/worker_process.hpp"
-#include "kernelbrain/evaluate/cuda.hpp"
+#include "kernelbrain/evaluate/cuda_options.hpp"
 #include "kernelbrain/generate/template_space.hpp"
+
+namespace kernelbrain {
+// Declared with the CUDA evaluator (evaluate/cuda.hpp), defined in its body (evaluate/impl/cuda.ipp), which
+// is where this header is used.
+[[nodiscard]] KERNELBRAIN_DECL verdict sanitizer_verdict(std::string const& tool, bool timed_out, int wait_status,
+                                                         std::string const& output, double limit);
+}  // namespace kernelbrain
 
 namespace kernelbrain::detail::cuda {
 

@@ -22,7 +22,7 @@
 #include "kernelbrain/detail/host_compiler.hpp"
 #include "kernelbrain/detail/host_worker.hpp"
 #include "kernelbrain/detail/worker_process.hpp"
-#include "kernelbrain/evaluate/host.hpp"
+#include "kernelbrain/evaluate/host_options.hpp"
 #include "kernelbrain/evaluate/source_policy.hpp"
 
 namespace kernelbrain::detail::host {

@@ -22,7 +22,7 @@
 #include "kernelbrain/detail/host_reference.hpp"
 #include "kernelbrain/detail/host_shapes.hpp"
 #include "kernelbrain/detail/host_worker.hpp"
-#include "kernelbrain/evaluate/host.hpp"
+#include "kernelbrain/evaluate/host_options.hpp"
 
 namespace kernelbrain::detail::host {
 

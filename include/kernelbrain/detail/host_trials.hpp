@@ -24,7 +24,7 @@
 #include "kernelbrain/detail/host_shapes.hpp"
 #include "kernelbrain/detail/host_worker.hpp"
 #include "kernelbrain/detail/input_cases.hpp"
-#include "kernelbrain/evaluate/host.hpp"
+#include "kernelbrain/evaluate/host_options.hpp"
 
 namespace kernelbrain::detail::host {
 
