@@ -24,7 +24,6 @@
 
 namespace kernelbrain {
 
-
 class cuda_evaluator final : public evaluator {
  public:
   /// Validates the problem (backend "cuda", reference launch plan), finds the worker, queries the

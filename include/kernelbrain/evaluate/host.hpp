@@ -19,7 +19,6 @@
 
 namespace kernelbrain {
 
-
 /// Evaluates host candidates for one problem. One call at a time (calls are serialised internally).
 class host_evaluator final : public evaluator {
  public:
