@@ -333,7 +333,12 @@ TEST_CASE("endpoint CLI: --wall holds against a server that stops answering") {
   CHECK(took < 20 + 8);  // start-up (the check, the baseline), the search's wind-down
   const std::string journal = read_file(dir / "run.jsonl");
   INFO(journal.substr(journal.size() > 3000 ? journal.size() - 3000 : 0));
-  CHECK(contains(journal, "\"status\":\"cancelled\""));
+  // Requests the search sent (besides the start-up check) were in flight when the wall came: each is
+  // journaled as cancelled. On a machine busy enough that start-up took the whole wall, none was sent.
+  if (chat_requests(server) > 1)
+    CHECK(contains(journal, "\"status\":\"cancelled\""));
+  else
+    MESSAGE("start-up took the whole --wall on this machine: no model request was in flight to cancel");
 }
 
 TEST_CASE("endpoint CLI: a budget in evaluations bounds the prompts a model that never writes code is sent") {
