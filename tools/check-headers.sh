@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Each public header compiles on its own: every include/kernelbrain and strategies header is the only
-# include of a translation unit, compiled with -fsyntax-only in both forms (header-only, and separately
-# compiled: KERNELBRAIN_SEPARATE_COMPILATION), as a user would include it. Prints each failure with the
+# include of a translation unit, compiled with -fsyntax-only as a user would include it: header-only,
+# and separately compiled (KERNELBRAIN_SEPARATE_COMPILATION) where the header declares compiled bodies. Prints each failure with the
 # compiler's first errors; exits 1 if any header fails.
 #   tools/check-headers.sh [CXX] [JOBS]
 set -uo pipefail
@@ -34,9 +34,14 @@ check() {
 }
 export -f check
 export CXX WORK
-printf '%s\n' "${headers[@]}" | sed 's/$/ header-only/; p; s/ header-only$/ separate/' |
-  xargs -P "$JOBS" -L 1 bash -c 'check "$0" "$1"' > "$WORK/results.txt"
+# Both forms where they differ (a header that declares KERNELBRAIN_DECL bodies); the header-only form
+# of every other header.
+for h in "${headers[@]}"; do
+  echo "$h header-only"
+  grep -q KERNELBRAIN_DECL "$h" && echo "$h separate"
+done |
+  tee "$WORK/list.txt" | xargs -P "$JOBS" -L 1 bash -c 'check "$0" "$1"' > "$WORK/results.txt"
 fails=$(grep -c '^FAIL' "$WORK/results.txt")
 cat "$WORK/results.txt"
-echo "${#headers[@]} headers, each compiled alone in 2 forms: $fails failed"
+echo "${#headers[@]} headers, each compiled alone ($(wc -l < "$WORK/list.txt") compiles): $fails failed"
 [ "$fails" -eq 0 ]

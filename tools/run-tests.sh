@@ -1,7 +1,13 @@
 #!/usr/bin/env bash
 # Quick start, command 2: set up, build, and run the test suite. GPU tests (CTest label "gpu")
 # run only where a GPU is visible; elsewhere they are skipped cleanly.
+#   bash tools/run-tests.sh           the full tier: every test (what .ci/run runs)
+#   bash tools/run-tests.sh --fast    the fast tier: CTest label "fast", a few minutes (docs/testing.md)
+# Other arguments go to ctest (e.g. -R journal). Tests run in parallel (KB_TEST_JOBS, default: the
+# number of cores), except those marked RUN_SERIAL, which run alone (docs/testing.md says which, and why).
 set -euo pipefail
+tier_filter=()
+if [ "${1:-}" = --fast ]; then tier_filter=(-L fast); shift; fi
 # The format and lint checks need clang-format and clang-tidy: required in CI (CI=true), used where
 # there (or installable) elsewhere, so that the tests still run on a GPU machine without them.
 if [ -n "${CI:-}" ]; then KB_NEED_LINT=${KB_NEED_LINT:-1}; else KB_NEED_LINT=${KB_NEED_LINT:-optional}; fi
@@ -17,5 +23,5 @@ if [ -n "${CI:-}" ]; then KB_NEED_MPI=${KB_NEED_MPI:-1}; else KB_NEED_MPI=${KB_N
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 label_filter=(-LE gpu)
 if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then label_filter=(); fi
-# Serial: several tests time real code, and parallel tests on a small machine would disturb them.
-ctest --test-dir "$BUILD_DIR" "${label_filter[@]}" --output-on-failure "$@"
+ctest --test-dir "$BUILD_DIR" "${label_filter[@]}" "${tier_filter[@]}" -j "${KB_TEST_JOBS:-$(nproc)}" \
+  --output-on-failure "$@"
