@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <kernelbrain/io/recording.hpp>
+#include <regex>
 #include <string>
 #include <vector>
 #include "cli_helpers.hpp"
@@ -92,7 +93,12 @@ TEST_CASE("record: a host sweep in two parts, replayed, and its usage errors") {
   INFO(ab.err);
   INFO(ab.out);
   CHECK(ab.exit_code == 0);
-  CHECK(contains(ab.out, "| softmax | exhaustive | 1.000, 1.000 | 1/1 |"));
+  // The two points' truths (noise-free medians) lie within a few percent of each other on this code (the
+  // comment above was written when they were 1.4x apart): the run must reach the best within the 5%
+  // tolerance, whichever of the two its noisy draws preferred.
+  std::smatch row;
+  REQUIRE(std::regex_search(ab.out, row, std::regex(R"(\| softmax \| exhaustive \| ([0-9.]+), ([0-9.]+) \| 1/1 \|)")));
+  CHECK(std::stod(row[1].str()) >= 0.95);
 
   // Another seed is another sample: not a continuation of this file.
   const auto other = run_cli(
