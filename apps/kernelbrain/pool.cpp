@@ -45,8 +45,8 @@ std::unique_ptr<evaluator> make_backend_evaluator(problem const& prob, std::stri
   }
 }
 
-local_pool make_local_pool(problem const& prob, std::string const& backend, tune_options const& o, std::any context,
-                           std::string const& label_prefix, std::string const& node) {
+local_pool make_local_pool(problem const& prob, std::string const& backend, tune_options const& o,
+                           std::any const& context, std::string const& label_prefix, std::string const& node) {
   // The devices this process times on: every device the backend lists unless --devices chose (none found,
   // as without a driver: one member that inherits this process's device, so that the backend says what is
   // wrong as it always did); the CPU is one device, as is the synthetic backend.

@@ -24,7 +24,7 @@ struct local_pool {
 /// so that members of several ranks on one machine that time on one device take turns; both empty
 /// otherwise.
 [[nodiscard]] local_pool make_local_pool(problem const& prob, std::string const& backend, tune_options const& o,
-                                         std::any context = {}, std::string const& label_prefix = {},
+                                         std::any const& context = {}, std::string const& label_prefix = {},
                                          std::string const& node = {});
 
 /// One line about the backends' work for the summary (empty when they have nothing to say).
