@@ -226,9 +226,6 @@ ablation_subject make_subject(std::string const& spec, ablate_options const& o) 
   }
   if (o.recordings)
     throw usage_error(fmt::format("--recordings DIR names recordings: '{}' is not one a backend replays", target));
-  if (!o.backend.empty() && !backends().traits(o.backend).problem_files)
-    throw usage_error(
-        fmt::format("the {} backend runs problems it opens itself, not the problem directory '{}'", o.backend, spec));
   return measured_subject(spec, o.backend);
 }
 
@@ -586,9 +583,7 @@ ablation_subject opened_subject(opened_problem const& opened, std::string const&
 
 ablation_subject measured_subject(std::string const& spec, std::string const& backend) {
   auto prob = std::make_shared<problem const>(load_problem(problem_directory(spec, backend)));
-  const std::string on = backend.empty() ? prob->backend : backend;
-  if (!backends().traits(on).problem_files)
-    throw usage_error(fmt::format("problem '{}' is a problem directory: the {} backend runs none", prob->name, on));
+  const std::string on = problem_backend(*prob, backend, "ablate");
   if (prob->backend != on)
     throw usage_error(fmt::format("problem '{}' is written for the {} backend, not {}: use --backend {}", prob->name,
                                   prob->backend, on, prob->backend));

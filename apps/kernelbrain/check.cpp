@@ -75,10 +75,7 @@ subcommand register_check(CLI::App& app) {
 int run_check(check_options const& o) {
   const auto dir = problem_directory(o.problem, o.backend);
   const auto prob = load_problem(dir);
-  const std::string backend = o.backend.empty() ? prob.backend : o.backend;
-  if (!backends().traits(backend).problem_files)
-    throw usage_error(
-        fmt::format("check runs problem directories; the {} backend runs none ('{}')", backend, prob.name));
+  const std::string backend = problem_backend(prob, o.backend, "check");
   int findings = 0;
   auto finding = [&](std::string const& what) {
     ++findings;

@@ -68,9 +68,6 @@ int run_check(check_options const& options);
 
 /// record: sweep a problem's template space on a real backend into a recording for replay (record.cpp).
 [[nodiscard]] subcommand register_record(CLI::App& app);
-/// The problem a recording was made from (found by its name and backend, as tune finds a built-in
-/// problem), narrowed to the recorded points (replay_problem); throws when it changed since (record.cpp).
-[[nodiscard]] problem recorded_problem(recording const& rec);
 
 /// fidelity: how well each shape and rung of the standard ladder predicts the top rung, on recordings (fidelity.cpp).
 [[nodiscard]] subcommand register_fidelity(CLI::App& app);
@@ -97,6 +94,9 @@ int run_ablate(ablate_options const& options);
 /// backend (usage_error when the problem is written for another backend); `device`: one of the
 /// backend's devices (empty: its default); `context`: backend_request::context; `recording`: a sweep.
 [[nodiscard]] std::filesystem::path problem_directory(std::string const& spec, std::string const& backend);
+/// The backend `command` runs the loaded problem `prob` on: `asked` (--backend) or the problem's own;
+/// usage_error for a backend that runs no problem directories.
+[[nodiscard]] std::string problem_backend(problem const& prob, std::string const& asked, std::string const& command);
 /// Gives the registry the folders of the built-in problems (installed, and the source tree's): main calls it.
 void add_builtin_problem_roots();
 [[nodiscard]] std::unique_ptr<evaluator> make_backend_evaluator(problem const& prob, std::string const& backend,

@@ -84,10 +84,7 @@ subcommand register_eval(CLI::App& app) {
 
 int run_eval(eval_options const& o) {
   const auto prob = load_problem(problem_directory(o.problem, o.backend));
-  const std::string backend = o.backend.empty() ? prob.backend : o.backend;
-  if (!backends().traits(backend).problem_files)
-    throw usage_error(
-        fmt::format("eval runs problem directories; the {} backend runs none ('{}')", backend, prob.name));
+  const std::string backend = problem_backend(prob, o.backend, "eval");
   const auto cand = read_candidate(o, backend);
   auto ev = make_backend_evaluator(prob, backend);
   fmt::print("kernelbrain eval {} (backend {}): {}\n", prob.name, backend, o.candidate);

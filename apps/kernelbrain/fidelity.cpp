@@ -9,6 +9,7 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cmath>
+#include <kernelbrain/backends/builtin.hpp>
 #include <kernelbrain/evaluate/replay.hpp>
 #include <kernelbrain/generate/template_space.hpp>
 #include <kernelbrain/io/problem_loader.hpp>

@@ -50,10 +50,7 @@ int run_record(record_options const& o) {
   using clock = std::chrono::steady_clock;
   const auto started = clock::now();
   const auto prob = load_problem(problem_directory(o.problem, o.backend));
-  const std::string backend = o.backend.empty() ? prob.backend : o.backend;
-  if (!backends().traits(backend).problem_files)
-    throw usage_error(
-        fmt::format("record sweeps problem directories; the {} backend runs none ('{}')", backend, prob.name));
+  const std::string backend = problem_backend(prob, o.backend, "record");
 
   // Every admitted point of every template, in a seeded random order; the first --points of them.
   struct point {
@@ -228,11 +225,6 @@ int run_record(record_options const& o) {
 }
 
 }  // namespace
-
-problem recorded_problem(recording const& rec) {
-  const auto backend = backends().origin_of_fingerprint(rec.header.fingerprint);
-  return replay_problem(load_problem(problem_directory(rec.header.problem, backend ? backend->name : "")), rec);
-}
 
 subcommand register_record(CLI::App& app) {
   auto* cmd = app.add_subcommand("record", "sweep a problem's template space and record what every point did");

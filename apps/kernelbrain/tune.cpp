@@ -161,6 +161,14 @@ std::filesystem::path problem_directory(std::string const& spec, std::string con
   }
 }
 
+std::string problem_backend(problem const& prob, std::string const& asked, std::string const& command) {
+  const std::string backend = asked.empty() ? prob.backend : asked;
+  if (!backends().traits(backend).problem_files)
+    throw usage_error(fmt::format("{} runs problem directories; the {} backend runs none ('{}'): use --backend {}",
+                                  command, backend, prob.name, prob.backend));
+  return backend;
+}
+
 subcommand register_tune(CLI::App& app) {
   auto* cmd = app.add_subcommand("tune", "search a problem's kernel implementations within a budget");
   cmd->footer(tune_footer);
@@ -195,12 +203,9 @@ int run_tune(tune_options const& o) {
     }
   }
   problem const& prob = opened ? *opened->prob : *loaded;
-  const std::string backend = opened ? opened->backend : !o.backend.empty() ? o.backend : prob.backend;
+  const std::string backend = opened ? opened->backend : problem_backend(prob, o.backend, "tune");
   const std::string problem_name = opened ? opened->label : prob.name;
   const std::any context = opened ? opened->context : std::any{};
-  if (!opened && !backends().traits(backend).problem_files)
-    throw usage_error(fmt::format("the {} backend runs no problem directory ('{}'): use --backend {}", backend,
-                                  o.problem, prob.backend));
 
   // Under --mpi every rank runs this command: rank 0 searches, the others serve their members.
   std::optional<mpi_job> job;

@@ -55,6 +55,18 @@ inline std::optional<opened_problem> open_synthetic(std::string const& spec) {
   return o;
 }
 
+}  // namespace detail
+
+/// The problem recording `r` was made from: found by its name among the problems of the backend that
+/// recorded it (origin_of_fingerprint, problem_directory), narrowed to the recorded points
+/// (replay_problem). Throws kernelbrain::error when it is not found or changed since.
+[[nodiscard]] inline problem recorded_problem(recording const& r) {
+  const auto origin = backends().origin_of_fingerprint(r.header.fingerprint);
+  return replay_problem(load_problem(backends().problem_directory(r.header.problem, origin ? origin->name : "")), r);
+}
+
+namespace detail {
+
 /// The replay backend's problems: a recording file (kernelbrain record's .jsonl or .jsonl.gz), with the
 /// problem it was recorded from (looked up by name among the recorded backend's problems) narrowed to
 /// the recorded points.
@@ -63,9 +75,7 @@ inline std::optional<opened_problem> open_recording(std::string const& spec) {
   if (!(spec.ends_with(".jsonl.gz") || spec.ends_with(".jsonl")) || !std::filesystem::is_regular_file(spec, ec))
     return std::nullopt;
   auto rec = std::make_shared<recording const>(read_recording(spec));
-  const auto origin = backends().origin_of_fingerprint(rec->header.fingerprint);
-  auto prob = std::make_shared<problem const>(replay_problem(
-      load_problem(backends().problem_directory(rec->header.problem, origin ? origin->name : "")), *rec));
+  auto prob = std::make_shared<problem const>(recorded_problem(*rec));
   opened_problem o;
   o.label = prob->name;
   o.prob = prob;
