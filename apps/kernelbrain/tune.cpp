@@ -162,7 +162,7 @@ std::filesystem::path problem_directory(std::string const& spec, std::string con
 }
 
 std::string problem_backend(problem const& prob, std::string const& asked, std::string const& command) {
-  const std::string backend = asked.empty() ? prob.backend : asked;
+  std::string backend = asked.empty() ? prob.backend : asked;
   if (!backends().traits(backend).problem_files)
     throw usage_error(fmt::format("{} runs problem directories; the {} backend runs none ('{}'): use --backend {}",
                                   command, backend, prob.name, prob.backend));
