@@ -10,7 +10,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <kernelbrain/evaluate/cuda.hpp>
+#include <kernelbrain/backends/cuda/evaluator.hpp>
 #include <kernelbrain/io/problem_loader.hpp>
 #include <kernelbrain/search.hpp>
 #include <map>

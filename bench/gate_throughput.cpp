@@ -7,7 +7,7 @@
 #include <unistd.h>
 
 #include <filesystem>
-#include <kernelbrain/evaluate/host.hpp>
+#include <kernelbrain/backends/host/evaluator.hpp>
 #include <kernelbrain/search.hpp>
 #include <memory>
 #include <string>

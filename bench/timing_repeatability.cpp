@@ -20,7 +20,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
-#include <kernelbrain/evaluate/host.hpp>
+#include <kernelbrain/backends/host/evaluator.hpp>
 #include <kernelbrain/search.hpp>
 #include <sstream>
 #include <string>

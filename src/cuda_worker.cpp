@@ -11,7 +11,7 @@
 //                                      mode with --profile-from-start off): fresh inputs, warm-up
 //                                      runs, then the profiled runs between cuProfilerStart/Stop
 //   --exec [LIMITS] -- PROGRAM ARGS    run PROGRAM (compute-sanitizer) so that it and everything it
-//                                      starts die with the search (detail/process_supervision.hpp)
+//                                      starts die with the search (isolation/process_supervision.hpp)
 //   --version                          NVRTC version, driver version, device 0's name, L2 size and
 //                                      multiprocessors, and how many devices CUDA_VISIBLE_DEVICES shows
 // The driver (libcuda.so.1) is opened at run time, so --compile and --version work on machines
@@ -40,9 +40,9 @@
 #include <string>
 #include <string_view>
 #include <vector>
-#include "kernelbrain/detail/cuda_protocol.hpp"
-#include "kernelbrain/detail/input_cases.hpp"
-#include "kernelbrain/detail/process_supervision.hpp"
+#include "kernelbrain/backends/common/input_cases.hpp"
+#include "kernelbrain/backends/cuda/detail/protocol.hpp"
+#include "kernelbrain/isolation/process_supervision.hpp"
 
 namespace {
 
@@ -196,7 +196,7 @@ __device__ __forceinline__ unsigned kb_bits(const void* p, long long i, int dt) 
 __device__ __forceinline__ float kb_val(unsigned b, int dt) { return dt ? kb_h2f((unsigned short)b) : __uint_as_float(b); }
 // Fresh values from `seed` (dist: 0 normal, 1 uniform(-1,1), 2 uniform[0.5,2)), then an adversarial
 // transform (kind: 0 none, 1 scaled, 2 offset, 3 constant, 4 ties, 5 spikes, 6 signed zeros):
-// kb_input_case, put before this text from detail/input_cases.hpp (the host backend compiles the same).
+// kb_input_case, put before this text from backends/common/input_cases.hpp (the host backend compiles the same).
 extern "C" __global__ void kb_fill(void* p, long long n, int dt, int dist, u64 seed, int kind, float a) {
   for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
     u64 h = kb_mix(seed ^ kb_mix((u64)i));

@@ -42,9 +42,9 @@
 #include <typeinfo>
 #include <vector>
 #include "host_sandbox.hpp"
-#include "kernelbrain/detail/host_protocol.hpp"
-#include "kernelbrain/detail/worker_process.hpp"
+#include "kernelbrain/backends/host/detail/protocol.hpp"
 #include "kernelbrain/evaluate/host_abi.h"
+#include "kernelbrain/isolation/worker_process.hpp"
 
 namespace kernelbrain::host_exec {
 

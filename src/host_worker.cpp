@@ -9,7 +9,7 @@
 //   --exec --as=N --cpu=N --fsize=N -- PROG ARGS  run PROG (the compiler) under resource limits as a
 //                                                 supervised child: exits as PROG did, and kills PROG
 //                                                 and all it started when the evaluator dies
-//                                                 (detail/process_supervision.hpp)
+//                                                 (isolation/process_supervision.hpp)
 // Everything it is told comes from the trusted parent. The serving worker never runs what it is
 // asked to load: each module runs in an executor, and the worker stages its inputs, times its calls
 // from outside and checks what it leaves behind.
@@ -33,8 +33,8 @@
 #include <utility>
 #include <vector>
 #include "host_executor.hpp"
-#include "kernelbrain/detail/host_protocol.hpp"
-#include "kernelbrain/detail/process_supervision.hpp"
+#include "kernelbrain/backends/host/detail/protocol.hpp"
+#include "kernelbrain/isolation/process_supervision.hpp"
 
 namespace {
 

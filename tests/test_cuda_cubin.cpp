@@ -8,12 +8,12 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <kernelbrain/backends/cuda/cubin.hpp>
+#include <kernelbrain/backends/cuda/evaluator.hpp>
 #include <kernelbrain/core/candidate.hpp>
 #include <kernelbrain/core/rng.hpp>
-#include <kernelbrain/detail/worker_process.hpp>
-#include <kernelbrain/evaluate/cubin.hpp>
-#include <kernelbrain/evaluate/cuda.hpp>
 #include <kernelbrain/io/problem_loader.hpp>
+#include <kernelbrain/isolation/worker_process.hpp>
 #include <sstream>
 #include <string>
 #include "temp_dir.hpp"

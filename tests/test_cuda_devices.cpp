@@ -9,12 +9,12 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <kernelbrain/backends/cuda/detail/profiler.hpp>
+#include <kernelbrain/backends/cuda/detail/sanitizer_gate.hpp>
+#include <kernelbrain/backends/cuda/detail/worker_client.hpp>
+#include <kernelbrain/backends/cuda/evaluator.hpp>
 #include <kernelbrain/core/candidate.hpp>
 #include <kernelbrain/core/error.hpp>
-#include <kernelbrain/detail/cuda_profiler.hpp>
-#include <kernelbrain/detail/cuda_sanitizer_gate.hpp>
-#include <kernelbrain/detail/cuda_worker_client.hpp>
-#include <kernelbrain/evaluate/cuda.hpp>
 #include <kernelbrain/io/problem_loader.hpp>
 #include <optional>
 #include <sstream>

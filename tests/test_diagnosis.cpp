@@ -1,4 +1,4 @@
-// Diagnoses (evaluate/diagnosis.hpp) and the CUDA backend's ncu runner (detail/cuda_profiler.hpp),
+// Diagnoses (backends/cuda/diagnosis.hpp) and the CUDA backend's ncu runner (backends/cuda/detail/profiler.hpp),
 // on the CPU: ncu's CSV read from fixtures in its real format, every tag rule on both sides of its
 // threshold, the text form read back, and the runner's fallbacks (no ncu, no permission, a rejected
 // metric, a timeout, a failed run) with fake ncu scripts. The GPU side: tests/gpu/test_profiler.cpp.
@@ -10,9 +10,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <kernelbrain/detail/cuda_profiler.hpp>
-#include <kernelbrain/evaluate/cuda.hpp>
-#include <kernelbrain/evaluate/diagnosis.hpp>
+#include <kernelbrain/backends/cuda/detail/profiler.hpp>
+#include <kernelbrain/backends/cuda/diagnosis.hpp>
+#include <kernelbrain/backends/cuda/evaluator.hpp>
 #include <kernelbrain/io/problem_loader.hpp>
 #include <map>
 #include <memory>

@@ -8,7 +8,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <filesystem>
-#include <kernelbrain/evaluate/host.hpp>
+#include <kernelbrain/backends/host/evaluator.hpp>
 #include <kernelbrain/io/problem_loader.hpp>
 #include <kernelbrain/search.hpp>
 #include <string>

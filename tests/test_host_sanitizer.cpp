@@ -6,7 +6,7 @@
 #include <doctest/doctest.h>
 
 #if defined(__linux__)
-#include <kernelbrain/evaluate/host.hpp>
+#include <kernelbrain/backends/host/evaluator.hpp>
 #include <kernelbrain/io/problem_loader.hpp>
 #include <kernelbrain/search.hpp>
 #include <string>

@@ -12,8 +12,8 @@
 #include <cstddef>
 #include <filesystem>
 #include <fstream>
-#include <kernelbrain/detail/host_inputs.hpp>
-#include <kernelbrain/evaluate/host.hpp>
+#include <kernelbrain/backends/host/detail/inputs.hpp>
+#include <kernelbrain/backends/host/evaluator.hpp>
 #include <kernelbrain/search.hpp>
 #include <set>
 #include <sstream>

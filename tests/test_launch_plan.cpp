@@ -1,4 +1,4 @@
-// Launch plans (evaluate/launch_plan.hpp) and the expressions inside them (core/expr.hpp), which the
+// Launch plans (backends/cuda/launch_plan.hpp) and the expressions inside them (core/expr.hpp), which the
 // trusted search process evaluates on text that models write.
 //
 // Unit cases with exact expectations for each rule, then generated input: well-formed expressions
@@ -15,13 +15,13 @@
 #include <cstdint>
 #include <cstdlib>
 #include <iterator>
+#include <kernelbrain/backends/cuda/detail/protocol.hpp>
+#include <kernelbrain/backends/cuda/evaluator.hpp>
+#include <kernelbrain/backends/cuda/launch_plan.hpp>
 #include <kernelbrain/core/error.hpp>
 #include <kernelbrain/core/expr.hpp>
 #include <kernelbrain/core/rng.hpp>
-#include <kernelbrain/detail/cuda_protocol.hpp>
-#include <kernelbrain/detail/worker_process.hpp>
-#include <kernelbrain/evaluate/cuda.hpp>
-#include <kernelbrain/evaluate/launch_plan.hpp>
+#include <kernelbrain/isolation/worker_process.hpp>
 #include <limits>
 #include <map>
 #include <optional>

@@ -14,7 +14,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
-#include <kernelbrain/evaluate/host.hpp>
+#include <kernelbrain/backends/host/evaluator.hpp>
 #include <kernelbrain/generate/llm/exchange_client.hpp>
 #include <kernelbrain/generate/llm/http_client.hpp>
 #include <kernelbrain/generate/llm/recorded_client.hpp>

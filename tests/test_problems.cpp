@@ -34,9 +34,9 @@
 #include <vector>
 
 #include <kernelbrain/evaluate/host_abi.h>
+#include <kernelbrain/backends/host/source_policy.hpp>
 #include <kernelbrain/core/expr.hpp>
 #include <kernelbrain/core/rng.hpp>
-#include <kernelbrain/evaluate/source_policy.hpp>
 #include <kernelbrain/generate/template_space.hpp>
 #include <kernelbrain/io/problem_loader.hpp>
 #include "temp_dir.hpp"

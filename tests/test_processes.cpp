@@ -14,8 +14,8 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
-#include <kernelbrain/detail/worker_process.hpp>
-#include <kernelbrain/evaluate/host.hpp>
+#include <kernelbrain/backends/host/evaluator.hpp>
+#include <kernelbrain/isolation/worker_process.hpp>
 #include <kernelbrain/search.hpp>
 #include <optional>
 #include <set>

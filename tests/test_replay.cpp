@@ -1,4 +1,4 @@
-// Recordings (io/recording.hpp) and the replay backend (evaluate/replay.hpp) on a small recording made
+// Recordings (io/recording.hpp) and the replay backend (backends/replay/evaluator.hpp) on a small recording made
 // in code: what is written is read back, a damaged file is refused with its line, the space narrows to
 // the recorded points, verdicts and samples come from the recording, noise is resampled per seed, costs
 // follow the rung, and a search over replay is deterministic and finds the recorded best.
@@ -7,7 +7,7 @@
 #include <doctest/doctest.h>
 #include <cmath>
 #include <fstream>
-#include <kernelbrain/evaluate/replay.hpp>
+#include <kernelbrain/backends/replay/evaluator.hpp>
 #include <kernelbrain/generate/template_space.hpp>
 #include <kernelbrain/io/recording.hpp>
 #include <kernelbrain/search.hpp>

@@ -13,7 +13,7 @@
 # threads and processes are scheduled (a bounded wait for two calls to overlap, heartbeats). Another
 # test beside them on two cores could fail them; it could not make them pass.
 set(KB_SERIAL_TESTS
-  # evaluate: the host backend's timing
+  # backends: the host backend's timing
   "^host timing: "
   "^host backend: every corpus candidate gets the verdict"  # samples at least as long as the file says; 1 s run timeouts
   "^host backend: a candidate timed against an identical twin"
@@ -38,7 +38,7 @@ set(KB_SERIAL_TESTS
 set(KB_FULL_ONLY_TESTS
   # core (kernelbrain_core_tests)
   "^every catalogue template compiles at sampled points"  # 11 s
-  # evaluate (kernelbrain_evaluate_tests)
+  # backends (kernelbrain_backends_tests)
   "^host backend: every corpus candidate"  # 37 s
   "^host backend: the default search on a host problem"  # 46 s
   "^host backend: a candidate timed against an identical twin"  # 10 s

@@ -65,18 +65,18 @@
 #include <thread>
 #include <vector>
 
+#include "kernelbrain/backends/cuda/cubin.hpp"
+#include "kernelbrain/backends/cuda/evaluator.hpp"
+#include "kernelbrain/backends/cuda/launch_plan.hpp"
 #include "kernelbrain/core/candidate.hpp"
 #include "kernelbrain/core/error.hpp"
 #include "kernelbrain/core/expr.hpp"
 #include "kernelbrain/core/hash.hpp"
 #include "kernelbrain/core/rng.hpp"
 #include "kernelbrain/core/rung.hpp"
-#include "kernelbrain/detail/worker_process.hpp"
-#include "kernelbrain/evaluate/cubin.hpp"
-#include "kernelbrain/evaluate/cuda.hpp"
-#include "kernelbrain/evaluate/launch_plan.hpp"
 #include "kernelbrain/generate/template_space.hpp"
 #include "kernelbrain/io/problem_loader.hpp"
+#include "kernelbrain/isolation/worker_process.hpp"
 
 namespace kb = kernelbrain;
 namespace fs = std::filesystem;

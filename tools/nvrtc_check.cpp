@@ -46,9 +46,9 @@
 #include <thread>
 #include <vector>
 
-#include "kernelbrain/evaluate/cubin.hpp"
-#include "kernelbrain/evaluate/launch_plan.hpp"
-#include "kernelbrain/evaluate/ptxas_report.hpp"
+#include "kernelbrain/backends/cuda/cubin.hpp"
+#include "kernelbrain/backends/cuda/launch_plan.hpp"
+#include "kernelbrain/backends/cuda/ptxas_report.hpp"
 #include "kernelbrain/generate/template_space.hpp"
 #include "kernelbrain/io/problem_loader.hpp"
 

@@ -14,8 +14,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <kernelbrain/evaluate/replay.hpp>
-#include <kernelbrain/evaluate/synthetic.hpp>
+#include <kernelbrain/backends/replay/evaluator.hpp>
+#include <kernelbrain/backends/synthetic/evaluator.hpp>
 #include <kernelbrain/io/problem_loader.hpp>
 #include <kernelbrain/io/recording.hpp>
 #include <kernelbrain/search.hpp>

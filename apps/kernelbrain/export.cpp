@@ -13,8 +13,8 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <kernelbrain/backends/cuda/launch_plan.hpp>
 #include <kernelbrain/core/expr.hpp>
-#include <kernelbrain/evaluate/launch_plan.hpp>
 #include <kernelbrain/io/journal.hpp>
 #include <kernelbrain/io/problem_loader.hpp>
 #include <map>

@@ -10,7 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <kernelbrain/backends/builtin.hpp>
-#include <kernelbrain/evaluate/replay.hpp>
+#include <kernelbrain/backends/replay/evaluator.hpp>
 #include <kernelbrain/generate/template_space.hpp>
 #include <kernelbrain/io/problem_loader.hpp>
 #include <kernelbrain/io/recording.hpp>

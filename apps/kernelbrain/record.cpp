@@ -12,8 +12,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <kernelbrain/evaluate/cuda.hpp>
-#include <kernelbrain/evaluate/replay.hpp>
+#include <kernelbrain/backends/cuda/evaluator.hpp>
+#include <kernelbrain/backends/replay/evaluator.hpp>
 #include <kernelbrain/generate/template_space.hpp>
 #include <kernelbrain/io/problem_loader.hpp>
 #include <kernelbrain/io/recording.hpp>

@@ -9,7 +9,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
-#include <kernelbrain/evaluate/diagnosis.hpp>
+#include <kernelbrain/backends/cuda/diagnosis.hpp>
 #include <kernelbrain/version.hpp>
 #include <map>
 #include <optional>

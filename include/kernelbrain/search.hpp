@@ -1,9 +1,10 @@
 // KernelBrain: everything a researcher needs to compose and run a search, from headers alone: the
 // core, the default policies and the synthetic backend. Light on purpose: no JSON or CUDA headers.
 // The journal and problem files (kernelbrain/io/) and the host and CUDA backends
-// (kernelbrain/evaluate/) are included on their own; they need Boost.JSON's library source in one .cpp
+// (kernelbrain/backends/host/, cuda/) are included on their own; they need Boost.JSON's library source in one .cpp
 // (see kernelbrain/config.hpp).
 #pragma once
+#include "kernelbrain/backends/synthetic/evaluator.hpp"
 #include "kernelbrain/core/action.hpp"
 #include "kernelbrain/core/budget.hpp"
 #include "kernelbrain/core/candidate.hpp"
@@ -23,5 +24,4 @@
 #include "kernelbrain/core/search_view.hpp"
 #include "kernelbrain/core/verdict.hpp"
 #include "kernelbrain/defaults/default_policies.hpp"
-#include "kernelbrain/evaluate/synthetic.hpp"
 #include "kernelbrain/generate/template_space.hpp"

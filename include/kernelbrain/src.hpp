@@ -8,20 +8,20 @@
     "kernelbrain/src.hpp is for KERNELBRAIN_SEPARATE_COMPILATION builds; header-only programs include <boost/json/src.hpp> in one .cpp instead"
 #endif
 #include <boost/json/src.hpp>
+#include "kernelbrain/backends/cuda/impl/cubin.ipp"
+#include "kernelbrain/backends/cuda/impl/diagnosis.ipp"
+#include "kernelbrain/backends/cuda/impl/ptxas_report.ipp"
+#include "kernelbrain/backends/host/impl/source_policy.ipp"
 #include "kernelbrain/detail/impl/json_reader.ipp"
-#include "kernelbrain/evaluate/impl/cubin.ipp"
-#include "kernelbrain/evaluate/impl/diagnosis.ipp"
-#include "kernelbrain/evaluate/impl/ptxas_report.ipp"
-#include "kernelbrain/evaluate/impl/source_policy.ipp"
 #include "kernelbrain/generate/llm/impl/http_client.ipp"
 #include "kernelbrain/io/impl/journal.ipp"
 #include "kernelbrain/io/impl/problem_loader.ipp"
 #include "kernelbrain/io/impl/recording.ipp"
-#if defined(__linux__)  // process-isolated backends: posix_spawn, memfd_create, /proc
-#include "kernelbrain/detail/impl/host_compiler.ipp"
-#include "kernelbrain/detail/impl/worker_process.ipp"
-#include "kernelbrain/evaluate/impl/cuda.ipp"  // parent side only: no CUDA headers or libraries
-#include "kernelbrain/evaluate/impl/host.ipp"
-#include "kernelbrain/evaluate/impl/launch_plan.ipp"
-#include "kernelbrain/evaluate/impl/replay.ipp"
+#if defined(__linux__)                                   // process-isolated backends: posix_spawn, memfd_create, /proc
+#include "kernelbrain/backends/cuda/impl/evaluator.ipp"  // parent side only: no CUDA headers or libraries
+#include "kernelbrain/backends/cuda/impl/launch_plan.ipp"
+#include "kernelbrain/backends/host/detail/impl/compiler.ipp"
+#include "kernelbrain/backends/host/impl/evaluator.ipp"
+#include "kernelbrain/backends/replay/impl/evaluator.ipp"
+#include "kernelbrain/isolation/impl/worker_process.ipp"
 #endif

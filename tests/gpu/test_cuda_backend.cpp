@@ -6,8 +6,8 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <kernelbrain/backends/cuda/evaluator.hpp>
 #include <kernelbrain/core/candidate.hpp>
-#include <kernelbrain/evaluate/cuda.hpp>
 #include <kernelbrain/io/problem_loader.hpp>
 #include <memory>
 #include <string>

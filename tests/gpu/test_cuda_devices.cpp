@@ -7,9 +7,9 @@
 #include <exception>
 #include <filesystem>
 #include <fstream>
+#include <kernelbrain/backends/cuda/detail/worker_client.hpp>
+#include <kernelbrain/backends/cuda/evaluator.hpp>
 #include <kernelbrain/core/candidate.hpp>
-#include <kernelbrain/detail/cuda_worker_client.hpp>
-#include <kernelbrain/evaluate/cuda.hpp>
 #include <kernelbrain/io/problem_loader.hpp>
 #include <optional>
 #include <string>

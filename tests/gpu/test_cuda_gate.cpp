@@ -14,8 +14,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <kernelbrain/backends/cuda/evaluator.hpp>
 #include <kernelbrain/core/candidate.hpp>
-#include <kernelbrain/evaluate/cuda.hpp>
 #include <kernelbrain/generate/template_space.hpp>
 #include <kernelbrain/io/problem_loader.hpp>
 #include <kernelbrain/search.hpp>

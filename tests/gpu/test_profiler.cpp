@@ -11,11 +11,11 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <kernelbrain/backends/cuda/detail/profiler.hpp>
+#include <kernelbrain/backends/cuda/diagnosis.hpp>
+#include <kernelbrain/backends/cuda/evaluator.hpp>
 #include <kernelbrain/core/candidate.hpp>
-#include <kernelbrain/detail/cuda_profiler.hpp>
-#include <kernelbrain/detail/worker_process.hpp>
-#include <kernelbrain/evaluate/cuda.hpp>
-#include <kernelbrain/evaluate/diagnosis.hpp>
+#include <kernelbrain/isolation/worker_process.hpp>
 #include <string>
 #include <vector>
 #include "../temp_dir.hpp"

@@ -15,8 +15,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <kernelbrain/backends/synthetic/evaluator.hpp>
 #include <kernelbrain/distribute/mpi_pool.hpp>
-#include <kernelbrain/evaluate/synthetic.hpp>
 #include <kernelbrain/generate/template_space.hpp>
 #include <mutex>
 #include <string>

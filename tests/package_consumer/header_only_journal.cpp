@@ -2,8 +2,8 @@
 // library source, which a header-only program compiles in exactly one .cpp.
 #include <boost/json/src.hpp>
 #include <filesystem>
-#include <kernelbrain/evaluate/cuda.hpp>
-#include <kernelbrain/evaluate/host.hpp>
+#include <kernelbrain/backends/cuda/evaluator.hpp>
+#include <kernelbrain/backends/host/evaluator.hpp>
 #include <kernelbrain/io/journal.hpp>
 #include <kernelbrain/io/problem_loader.hpp>
 #include <kernelbrain/search.hpp>

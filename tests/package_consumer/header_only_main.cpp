@@ -2,8 +2,8 @@
 // Two translation units include every header, so a body that is not inline is a link error here.
 #include <cstdio>
 #include <filesystem>
-#include <kernelbrain/evaluate/cuda.hpp>
-#include <kernelbrain/evaluate/host.hpp>
+#include <kernelbrain/backends/cuda/evaluator.hpp>
+#include <kernelbrain/backends/host/evaluator.hpp>
 #include <kernelbrain/io/journal.hpp>
 #include <kernelbrain/io/problem_loader.hpp>
 #include <kernelbrain/search.hpp>

@@ -13,11 +13,11 @@
 #include <string_view>
 #include <system_error>
 #include <vector>
+#include "kernelbrain/backends/cuda/evaluator.hpp"
+#include "kernelbrain/backends/host/evaluator.hpp"
 #include "kernelbrain/backends/registry.hpp"
-#include "kernelbrain/evaluate/cuda.hpp"
-#include "kernelbrain/evaluate/host.hpp"
-#include "kernelbrain/evaluate/replay.hpp"
-#include "kernelbrain/evaluate/synthetic.hpp"
+#include "kernelbrain/backends/replay/evaluator.hpp"
+#include "kernelbrain/backends/synthetic/evaluator.hpp"
 #include "kernelbrain/io/problem_loader.hpp"
 #include "kernelbrain/io/recording.hpp"
 

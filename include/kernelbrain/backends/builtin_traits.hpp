@@ -15,7 +15,7 @@ inline std::string arch_of(problem const& p) {
 }
 }  // namespace detail
 
-/// The synthetic backend: a cost landscape with a known optimum (evaluate/synthetic.hpp).
+/// The synthetic backend: a cost landscape with a known optimum (backends/synthetic/evaluator.hpp).
 [[nodiscard]] inline backend_traits synthetic_backend_traits() {
   backend_traits t;
   t.name = "synthetic";
@@ -26,7 +26,8 @@ inline std::string arch_of(problem const& p) {
   return t;
 }
 
-/// The host backend: C++ candidates compiled and run on this CPU, each in a sandboxed process (evaluate/host.hpp).
+/// The host backend: C++ candidates compiled and run on this CPU, each in a sandboxed process
+/// (backends/host/evaluator.hpp).
 [[nodiscard]] inline backend_traits host_backend_traits() {
   backend_traits t;
   t.name = "host";
@@ -56,7 +57,7 @@ inline std::string arch_of(problem const& p) {
   return t;
 }
 
-/// The CUDA backend: NVRTC-compiled kernels launched by a launch plan on a GPU (evaluate/cuda.hpp).
+/// The CUDA backend: NVRTC-compiled kernels launched by a launch plan on a GPU (backends/cuda/evaluator.hpp).
 [[nodiscard]] inline backend_traits cuda_backend_traits() {
   backend_traits t;
   t.name = "cuda";
@@ -95,7 +96,7 @@ inline std::string arch_of(problem const& p) {
   return t;
 }
 
-/// The replay backend: answers from a recording of a host or CUDA sweep (evaluate/replay.hpp).
+/// The replay backend: answers from a recording of a host or CUDA sweep (backends/replay/evaluator.hpp).
 [[nodiscard]] inline backend_traits replay_backend_traits() {
   backend_traits t;
   t.name = "replay";

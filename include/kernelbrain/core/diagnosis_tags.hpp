@@ -1,6 +1,6 @@
 // The diagnosis vocabulary: the tag names a measurement's diagnosis may hold (measurement::diagnosis,
 // one "NAME [VALUE]: DETAIL" line per tag). The rules that make them, their thresholds and the full
-// parser are in evaluate/diagnosis.hpp; the names are here, with the standard library only, because
+// parser are in backends/cuda/diagnosis.hpp; the names are here, with the standard library only, because
 // the core needs them too: problem.json's catalogue declares moves per tag (expert_hint::
 // diagnosis_moves) and the expert generator reads the tags of a parent's diagnosis.
 #pragma once
@@ -84,7 +84,7 @@ inline constexpr std::string_view diagnosis_vocabulary[] = {
 
 /// The kernel findings named in a diagnosis text (render's form, one "NAME [VALUE]: DETAIL" line per
 /// tag), each once, in the text's order. Lines of another form and names outside the vocabulary are
-/// skipped; never throws but for allocation. (parse_diagnosis in evaluate/diagnosis.hpp reads the
+/// skipped; never throws but for allocation. (parse_diagnosis in backends/cuda/diagnosis.hpp reads the
 /// values and details too.)
 [[nodiscard]] inline std::vector<std::string> diagnosis_findings(std::string_view text) {
   std::vector<std::string> out;

@@ -83,7 +83,7 @@ struct parameter_space {
   std::vector<parameter_def> params;
   std::vector<std::string> constraints;  ///< each must evaluate non-zero, e.g. "BLOCK*VEC <= 4096"
   /// When not empty, the only points admitted (those of them the values and constraints also admit):
-  /// a recorded sample of the space, as the replay backend searches it (evaluate/replay.hpp).
+  /// a recorded sample of the space, as the replay backend searches it (backends/replay/evaluator.hpp).
   std::vector<parameters> points;
 
   /// A space without parameters has one point (a fixed template), not zero.

@@ -61,7 +61,7 @@ struct roofline {
 /// An adversarial transform of an input's fresh random values, tried in extra correctness trials at
 /// one correctness shape (the smallest of tier "odd", else the smallest correctness shape) so that
 /// numerics which hold only for gentle inputs fail the gate. Written "kind" or "kind:value" in
-/// problem.json; the transforms themselves: detail/input_cases.hpp.
+/// problem.json; the transforms themselves: backends/common/input_cases.hpp.
 struct input_case {
   enum class kind : std::int32_t {
     scaled = 1,        ///< v * value (large magnitudes: exp overflows without max subtraction); default 64

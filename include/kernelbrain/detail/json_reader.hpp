@@ -1,5 +1,5 @@
 // Reading JSON text, for every reader of KernelBrain's files: the journal (io/impl/journal.ipp),
-// problem files (io/impl/problem_loader.ipp) and CUDA launch plans (evaluate/impl/launch_plan.ipp).
+// problem files (io/impl/problem_loader.ipp) and CUDA launch plans (backends/cuda/impl/launch_plan.ipp).
 // One parser that keeps every double exact and can refuse a repeated key, and the pieces their
 // messages share. Each reader keeps its own words: this file decides nothing about a message.
 // Bodies: impl/json_reader.ipp. For bodies only: it brings in Boost.JSON's parser.

@@ -2,7 +2,7 @@
 // verdict, compile time, resources and diagnosis, and at every timed shape its verdict, device cost
 // and raw timed samples; plus the reference's times. Written by `kernelbrain record` (one JSON object
 // per line: a header, then one line per point, so an interrupted recording keeps what it measured and
-// a later part appends to it), read back by the replay backend (evaluate/replay.hpp) and by
+// a later part appends to it), read back by the replay backend (backends/replay/evaluator.hpp) and by
 // `kernelbrain ablate`. Files ending in .gz are gzip-compressed (zlib). Bodies: impl/recording.ipp.
 #pragma once
 #include <cstddef>

@@ -1,0 +1,71 @@
+// The replay backend: answers build, check and measure from a recording (io/recording.hpp) instead of
+// a device, so that strategies can be compared on real GPU landscapes many times over at no device
+// cost. What replay approximates, and what it cannot: docs/evaluation-plane.md ("Replay").
+//
+// - The search space is the recorded points: replay_problem() narrows each template's space to them.
+// - A candidate is found by its content (source and launch plan), so a template edited since the
+//   recording is not found (stage::infrastructure, "not recorded"); a problem whose shapes, reference
+//   or templates changed is refused when the evaluator is made (problem_digest).
+// - Timed samples are drawn with replacement from the recorded ones, by a generator seeded from the
+//   measurement's seed: two searches with different seeds see different noise, the same seed the same.
+// - Interleaved A/B at a rung is rebuilt by pairing draws of the candidate's and the incumbent's
+//   recorded samples, sample by sample.
+// - Device seconds are the recorded costs, scaled to the rung: per shape, correctness trials times the
+//   recorded cost of one, plus warm-up and samples times the recorded mean time per run.
+// Bodies: impl/replay.ipp.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include "kernelbrain/config.hpp"
+#include "kernelbrain/core/evaluator.hpp"
+#include "kernelbrain/io/recording.hpp"
+
+namespace kernelbrain {
+
+/// `p` with each template's space narrowed to the points `r` holds (parameter_space::points). Hints
+/// without a recorded point lose their template. Throws kernelbrain::error when `r` was recorded from
+/// another problem or another version of it (problem_digest).
+[[nodiscard]] KERNELBRAIN_DECL problem replay_problem(problem p, recording const& r);
+
+class replay_evaluator final : public evaluator {
+ public:
+  /// `p`: the problem as replay_problem() returned it. Throws kernelbrain::error as replay_problem does.
+  KERNELBRAIN_DECL replay_evaluator(recording const& r, problem const& p);
+  KERNELBRAIN_DECL ~replay_evaluator() override;
+  replay_evaluator(replay_evaluator const&) = delete;
+  replay_evaluator& operator=(replay_evaluator const&) = delete;
+
+  /// "replay/" and the recording's fingerprint.
+  [[nodiscard]] KERNELBRAIN_DECL std::string fingerprint() const override;
+  [[nodiscard]] KERNELBRAIN_DECL verdict inspect(candidate const& c) override;
+  [[nodiscard]] KERNELBRAIN_DECL verdict build(candidate const& c) override;
+  [[nodiscard]] KERNELBRAIN_DECL verdict check(candidate const& c, std::span<std::size_t const> shapes, int trials,
+                                               std::uint64_t seed) override;
+  [[nodiscard]] KERNELBRAIN_DECL measurement measure(candidate const& c, rung const& r,
+                                                     measure_request const& req) override;
+  [[nodiscard]] KERNELBRAIN_DECL baseline measure_baseline(problem const& p) override;
+  [[nodiscard]] KERNELBRAIN_DECL double take_device_seconds() override;
+
+  /// The candidate's recorded quality: the weighted geometric-mean speedup over the reference of the
+  /// medians of its recorded samples at every timed shape (what the top rung estimates, without
+  /// noise). nullopt when it is not recorded or was refused anywhere.
+  [[nodiscard]] KERNELBRAIN_DECL std::optional<double> true_speedup(candidate const& c) const;
+  /// The best true_speedup of any recorded point.
+  [[nodiscard]] KERNELBRAIN_DECL double best_true_speedup() const;
+  /// Compile seconds the candidates built so far would have cost (the recorded NVRTC times, each once).
+  [[nodiscard]] KERNELBRAIN_DECL double compile_seconds() const;
+
+ private:
+  struct state;
+  std::unique_ptr<state> s_;
+};
+
+}  // namespace kernelbrain
+
+#if KERNELBRAIN_HEADER_ONLY
+#include "kernelbrain/backends/replay/impl/evaluator.ipp"
+#endif
