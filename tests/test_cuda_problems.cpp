@@ -9,8 +9,8 @@
 #include <filesystem>
 #include <fstream>
 #include <kernelbrain/core/error.hpp>
+#include <kernelbrain/core/template_space.hpp>
 #include <kernelbrain/defaults/multi_rung_ladder.hpp>
-#include <kernelbrain/generate/template_space.hpp>
 #include <kernelbrain/io/problem_loader.hpp>
 #include <sstream>
 #include <string>

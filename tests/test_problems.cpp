@@ -37,7 +37,7 @@
 #include <kernelbrain/backends/host/source_policy.hpp>
 #include <kernelbrain/core/expr.hpp>
 #include <kernelbrain/core/rng.hpp>
-#include <kernelbrain/generate/template_space.hpp>
+#include <kernelbrain/core/template_space.hpp>
 #include <kernelbrain/io/problem_loader.hpp>
 #include "temp_dir.hpp"
 

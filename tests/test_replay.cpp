@@ -8,7 +8,7 @@
 #include <cmath>
 #include <fstream>
 #include <kernelbrain/backends/replay/evaluator.hpp>
-#include <kernelbrain/generate/template_space.hpp>
+#include <kernelbrain/core/template_space.hpp>
 #include <kernelbrain/io/recording.hpp>
 #include <kernelbrain/search.hpp>
 #include <kernelbrain/strategies/all.hpp>

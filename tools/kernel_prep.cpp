@@ -74,7 +74,7 @@
 #include "kernelbrain/core/hash.hpp"
 #include "kernelbrain/core/rng.hpp"
 #include "kernelbrain/core/rung.hpp"
-#include "kernelbrain/generate/template_space.hpp"
+#include "kernelbrain/core/template_space.hpp"
 #include "kernelbrain/io/problem_loader.hpp"
 #include "kernelbrain/isolation/worker_process.hpp"
 

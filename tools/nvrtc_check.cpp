@@ -49,7 +49,7 @@
 #include "kernelbrain/backends/cuda/cubin.hpp"
 #include "kernelbrain/backends/cuda/launch_plan.hpp"
 #include "kernelbrain/backends/cuda/ptxas_report.hpp"
-#include "kernelbrain/generate/template_space.hpp"
+#include "kernelbrain/core/template_space.hpp"
 #include "kernelbrain/io/problem_loader.hpp"
 
 namespace kb = kernelbrain;

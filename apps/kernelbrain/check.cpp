@@ -10,7 +10,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <kernelbrain/core/evaluator.hpp>
-#include <kernelbrain/generate/template_space.hpp>
+#include <kernelbrain/core/template_space.hpp>
 #include <kernelbrain/io/problem_loader.hpp>
 #include <kernelbrain/search.hpp>
 #include <memory>

@@ -11,7 +11,7 @@
 #include <cmath>
 #include <kernelbrain/backends/builtin.hpp>
 #include <kernelbrain/backends/replay/evaluator.hpp>
-#include <kernelbrain/generate/template_space.hpp>
+#include <kernelbrain/core/template_space.hpp>
 #include <kernelbrain/io/problem_loader.hpp>
 #include <kernelbrain/io/recording.hpp>
 #include <kernelbrain/search.hpp>

@@ -14,7 +14,7 @@
 #include <fstream>
 #include <kernelbrain/backends/cuda/evaluator.hpp>
 #include <kernelbrain/backends/replay/evaluator.hpp>
-#include <kernelbrain/generate/template_space.hpp>
+#include <kernelbrain/core/template_space.hpp>
 #include <kernelbrain/io/problem_loader.hpp>
 #include <kernelbrain/io/recording.hpp>
 #include <kernelbrain/search.hpp>

@@ -22,6 +22,6 @@
 #include "kernelbrain/core/rung.hpp"
 #include "kernelbrain/core/score.hpp"
 #include "kernelbrain/core/search_view.hpp"
+#include "kernelbrain/core/template_space.hpp"
 #include "kernelbrain/core/verdict.hpp"
 #include "kernelbrain/defaults/default_policies.hpp"
-#include "kernelbrain/generate/template_space.hpp"

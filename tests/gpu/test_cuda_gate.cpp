@@ -16,7 +16,7 @@
 #include <fstream>
 #include <kernelbrain/backends/cuda/evaluator.hpp>
 #include <kernelbrain/core/candidate.hpp>
-#include <kernelbrain/generate/template_space.hpp>
+#include <kernelbrain/core/template_space.hpp>
 #include <kernelbrain/io/problem_loader.hpp>
 #include <kernelbrain/search.hpp>
 #include <map>

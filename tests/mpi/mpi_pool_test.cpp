@@ -16,8 +16,8 @@
 #include <cstdlib>
 #include <exception>
 #include <kernelbrain/backends/synthetic/evaluator.hpp>
+#include <kernelbrain/core/template_space.hpp>
 #include <kernelbrain/distribute/mpi_pool.hpp>
-#include <kernelbrain/generate/template_space.hpp>
 #include <mutex>
 #include <string>
 #include <string_view>

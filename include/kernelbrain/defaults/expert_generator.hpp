@@ -24,7 +24,7 @@
 #include "kernelbrain/core/hash.hpp"
 #include "kernelbrain/core/rng.hpp"
 #include "kernelbrain/core/search_view.hpp"
-#include "kernelbrain/generate/template_space.hpp"
+#include "kernelbrain/core/template_space.hpp"
 
 namespace kernelbrain {
 

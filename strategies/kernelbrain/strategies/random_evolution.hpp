@@ -14,9 +14,9 @@
 #include "kernelbrain/core/registry.hpp"
 #include "kernelbrain/core/rng.hpp"
 #include "kernelbrain/core/search_view.hpp"
+#include "kernelbrain/core/template_space.hpp"
 #include "kernelbrain/defaults/policy_gate.hpp"
 #include "kernelbrain/defaults/speedup_scorer.hpp"
-#include "kernelbrain/generate/template_space.hpp"
 #include "kernelbrain/strategies/null_policies.hpp"
 
 namespace kernelbrain {

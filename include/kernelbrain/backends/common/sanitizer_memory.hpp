@@ -13,8 +13,8 @@
 #include <unordered_map>
 #include "kernelbrain/core/candidate.hpp"
 #include "kernelbrain/core/problem.hpp"
+#include "kernelbrain/core/template_space.hpp"
 #include "kernelbrain/core/verdict.hpp"
-#include "kernelbrain/generate/template_space.hpp"
 
 namespace kernelbrain::detail {
 

@@ -4,7 +4,9 @@
 // replies; per-attempt timeouts; HTTP proxies (absolute-form for http://, CONNECT tunnels for
 // https://) with NO_PROXY. The guide is docs/llm-clients.md.
 //
-// This header needs only the standard library. The bodies (Boost.Beast, Asio, Boost.JSON and, with
+// The wire formats (wire_format.hpp) are objects in providers/, one file per provider format; URL,
+// proxy and Retry-After parsing are in http/. This header and those it includes need only the
+// standard library. The bodies (Boost.Beast, Asio, Boost.JSON and, with
 // KERNELBRAIN_HAVE_OPENSSL defined, asio::ssl on OpenSSL) are in impl/http_client.ipp: header-only
 // form, included at the end (compile Boost.JSON's source once, link OpenSSL's ssl and crypto where
 // the macro is defined); separately compiled, kernelbrain::runtime (see kernelbrain/config.hpp),
@@ -17,43 +19,17 @@
 #include <string>
 #include <string_view>
 #include "kernelbrain/config.hpp"
+#include "kernelbrain/generate/llm/http/proxy.hpp"  // the parts tests reach (http_detail): not an API
+#include "kernelbrain/generate/llm/http/retry_after.hpp"
+#include "kernelbrain/generate/llm/http/url.hpp"
 #include "kernelbrain/generate/llm/model_client.hpp"
+#include "kernelbrain/generate/llm/wire_format.hpp"
 
 namespace kernelbrain::llm {
-
-/// The wire format of the endpoint.
-enum class wire_format {
-  openai,     ///< POST {base_url}/chat/completions, Authorization: Bearer KEY
-  anthropic,  ///< POST {base_url}/messages, x-api-key: KEY, anthropic-version
-};
-
-[[nodiscard]] constexpr std::string_view to_string(wire_format f) noexcept {
-  return f == wire_format::anthropic ? "anthropic" : "openai";
-}
 
 /// "openai" or "anthropic" (any case); anything else throws kernelbrain::error naming both.
 [[nodiscard]] KERNELBRAIN_DECL wire_format parse_wire_format(std::string_view text);
 
-/// How a request states its reply-token limit.
-enum class token_parameter {
-  automatic,              ///< anthropic: max_tokens; openai: max_completion_tokens at api.openai.com, else max_tokens
-  max_tokens,             ///< "max_tokens" (Anthropic; most OpenAI-compatible servers; older OpenAI models)
-  max_completion_tokens,  ///< "max_completion_tokens" (OpenAI's current name; reasoning models accept no other)
-  none,                   ///< no limit sent (OpenAI format only: Anthropic requires max_tokens)
-};
-[[nodiscard]] constexpr std::string_view to_string(token_parameter t) noexcept {
-  switch (t) {
-    case token_parameter::max_tokens:
-      return "max_tokens";
-    case token_parameter::max_completion_tokens:
-      return "max_completion_tokens";
-    case token_parameter::none:
-      return "none";
-    case token_parameter::automatic:
-      break;
-  }
-  return "auto";
-}
 /// "auto", "max_tokens", "max_completion_tokens" or "none"; anything else throws kernelbrain::error.
 [[nodiscard]] KERNELBRAIN_DECL token_parameter parse_token_parameter(std::string_view text);
 
@@ -133,44 +109,6 @@ struct http_client_options {
 /// Whether this build of the client speaks TLS (https://): KernelBrain built with OpenSSL.
 [[nodiscard]] KERNELBRAIN_DECL bool http_client_has_tls() noexcept;
 
-/// The client's parts that tests reach; not an API.
-namespace http_detail {
-
-/// A parsed http:// or https:// URL.
-struct url {
-  std::string scheme;    ///< "http" or "https"
-  std::string userinfo;  ///< "user:password" before '@' (proxies only), else empty
-  std::string host;      ///< without brackets for IPv6
-  std::uint16_t port = 0;
-  std::string path;                                                ///< "" or "/..." without a trailing '/'
-  [[nodiscard]] KERNELBRAIN_DECL std::string authority() const;    ///< host:port, [v6]:port
-  [[nodiscard]] KERNELBRAIN_DECL std::string host_header() const;  ///< host, and :port if not the scheme's
-};
-
-/// Parses `text`; `what` names it in the message of the kernelbrain::error thrown for a bad one
-/// (which never repeats a password).
-[[nodiscard]] KERNELBRAIN_DECL url parse_url(std::string_view text, std::string_view what);
-
-/// Whether `host` is excluded from proxying by a NO_PROXY list: entries separated by commas or
-/// spaces; "*" matches every host; "example.com" and ".example.com" match the host and its
-/// subdomains; an IP address matches itself; a CIDR block (10.0.0.0/8, fd00::/8) its addresses; a
-/// ":port" on an entry is ignored. Case-insensitive.
-[[nodiscard]] KERNELBRAIN_DECL bool no_proxy_matches(std::string_view no_proxy, std::string_view host);
-
-using env_lookup = char const* (*)(char const*);
-
-/// The proxy to use for `target`: "" for none. `explicit_proxy` as http_client_options::proxy says
-/// (given: used; "none": none; empty: the environment's, NO_PROXY honoured, never for localhost or a
-/// loopback address); `env` reads the
-/// environment (std::getenv in the client).
-[[nodiscard]] KERNELBRAIN_DECL std::string proxy_for(url const& target, std::string_view explicit_proxy,
-                                                     env_lookup env);
-
-/// A Retry-After value in seconds from `now_unix`: delta-seconds or an HTTP-date
-/// ("Sun, 06 Nov 1994 08:49:37 GMT"); a date in the past is 0. nullopt for anything else.
-[[nodiscard]] KERNELBRAIN_DECL std::optional<double> parse_retry_after(std::string_view value, std::int64_t now_unix);
-
-}  // namespace http_detail
 }  // namespace kernelbrain::llm
 
 #if KERNELBRAIN_HEADER_ONLY

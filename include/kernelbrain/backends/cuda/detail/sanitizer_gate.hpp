@@ -25,8 +25,8 @@
 #include "kernelbrain/config.hpp"
 #include "kernelbrain/core/candidate.hpp"
 #include "kernelbrain/core/problem.hpp"
+#include "kernelbrain/core/template_space.hpp"
 #include "kernelbrain/core/verdict.hpp"
-#include "kernelbrain/generate/template_space.hpp"
 #include "kernelbrain/isolation/worker_process.hpp"
 
 namespace kernelbrain {

@@ -1,9 +1,8 @@
 // A streamed chat reply, decoded as its bytes arrive: server-sent events (the text/event-stream
 // framing: "field: value" lines, an event ends at a blank line, ':' starts a comment, lines end in
-// LF, CRLF or CR) carrying OpenAI chat-completion chunks (choices[0].delta.content, a finish_reason
-// on the last, usage in a final chunk when stream_options.include_usage was asked for, "[DONE]") or
-// Anthropic message events (message_start, content_block_delta text_delta, message_delta with the
-// stop reason and output tokens, message_stop, ping, error).
+// LF, CRLF or CR) carrying a provider's events, which its wire format object reads (providers/:
+// OpenAI chat-completion chunks ending in "[DONE]", Anthropic message events ending in
+// message_stop). The framing, the events' JSON and the error events are read here.
 //
 // Used by the HTTP client (impl/http_client.ipp) only; it needs Boost.JSON. Not an API.
 #pragma once
@@ -15,13 +14,17 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include "kernelbrain/generate/llm/providers/registry.hpp"
 
 namespace kernelbrain::llm::http_detail {
 
 class stream_decoder {
  public:
+  /// The events of `format`'s provider.
+  explicit stream_decoder(provider const& format) : provider_(&format) {}
   /// `anthropic`: Anthropic message events; else OpenAI chat-completion chunks.
-  explicit stream_decoder(bool anthropic) : anthropic_(anthropic) {}
+  explicit stream_decoder(bool anthropic)
+      : stream_decoder(provider_for(anthropic ? wire_format::anthropic : wire_format::openai)) {}
 
   /// Decodes `bytes`, the next part of the body (any split: a line or a UTF-8 sequence may straddle
   /// two calls). Once the stream has ended ([DONE], message_stop) or reported an error, the rest is
@@ -46,16 +49,16 @@ class stream_decoder {
   }
 
   /// The stream said it is complete ("[DONE]" or message_stop).
-  [[nodiscard]] bool complete() const noexcept { return complete_; }
+  [[nodiscard]] bool complete() const noexcept { return parts_.complete; }
   /// The stream reported an error (an error event, an error object, data that is not JSON): error().
   [[nodiscard]] bool failed() const noexcept { return !error_.empty(); }
-  [[nodiscard]] bool ended() const noexcept { return complete_ || failed(); }
+  [[nodiscard]] bool ended() const noexcept { return parts_.complete || failed(); }
   [[nodiscard]] std::string const& error() const noexcept { return error_; }
-  [[nodiscard]] std::string const& text() const noexcept { return text_; }
-  [[nodiscard]] std::string const& finish_reason() const noexcept { return finish_; }
-  [[nodiscard]] std::string const& model() const noexcept { return model_; }
-  [[nodiscard]] std::optional<std::uint64_t> input_tokens() const noexcept { return input_; }
-  [[nodiscard]] std::optional<std::uint64_t> output_tokens() const noexcept { return output_; }
+  [[nodiscard]] std::string const& text() const noexcept { return parts_.text; }
+  [[nodiscard]] std::string const& finish_reason() const noexcept { return parts_.finish_reason; }
+  [[nodiscard]] std::string const& model() const noexcept { return parts_.model; }
+  [[nodiscard]] std::optional<std::uint64_t> input_tokens() const noexcept { return parts_.input_tokens; }
+  [[nodiscard]] std::optional<std::uint64_t> output_tokens() const noexcept { return parts_.output_tokens; }
   /// Events with data dispatched so far (pings and comments not counted).
   [[nodiscard]] std::size_t events() const noexcept { return events_; }
 
@@ -88,24 +91,9 @@ class stream_decoder {
     }  // id, retry and unknown fields mean nothing here
   }
 
-  static std::string string_of(boost::json::value const* v) {
-    if (v == nullptr || !v->is_string()) return {};
-    return {v->get_string().data(), v->get_string().size()};
-  }
-  static std::optional<std::uint64_t> count_of(boost::json::value const* v) {
-    if (v == nullptr) return std::nullopt;
-    if (v->is_uint64()) return v->get_uint64();
-    if (v->is_int64() && v->get_int64() >= 0) return static_cast<std::uint64_t>(v->get_int64());
-    return std::nullopt;
-  }
-  static boost::json::object const* object_at(boost::json::object const& o, std::string_view key) {
-    auto const* v = o.if_contains(boost::json::string_view(key.data(), key.size()));
-    return v != nullptr && v->is_object() ? &v->get_object() : nullptr;
-  }
-
   void dispatch() {
-    if (!anthropic_ && data_ == "[DONE]") {
-      complete_ = true;
+    if (provider_->is_end_of_stream(data_)) {
+      parts_.complete = true;
       return;
     }
     boost::system::error_code ec;
@@ -123,79 +111,17 @@ class stream_decoder {
       return;
     }
     ++events_;
-    if (anthropic_)
-      anthropic_event(o);
-    else
-      openai_chunk(o);
+    provider_->read_event(o, event_, parts_);
   }
 
-  void openai_chunk(boost::json::object const& o) {
-    if (const std::string m = string_of(o.if_contains("model")); !m.empty()) model_ = m;
-    if (auto const* choices = o.if_contains("choices"); choices != nullptr && choices->is_array())
-      for (auto const& c : choices->get_array()) {
-        if (!c.is_object()) continue;
-        auto const& choice = c.get_object();
-        if (auto const* index = choice.if_contains("index"); index != nullptr && count_of(index).value_or(0) != 0)
-          continue;  // only the first choice is asked for
-        if (auto const* delta = object_at(choice, "delta")) {
-          auto const* content = delta->if_contains("content");
-          if (content != nullptr && content->is_array()) {  // content parts, as some servers send them
-            for (auto const& part : content->get_array())
-              if (part.is_object()) text_ += string_of(part.get_object().if_contains("text"));
-          } else {
-            text_ += string_of(content);
-          }
-        }
-        if (const std::string f = string_of(choice.if_contains("finish_reason")); !f.empty()) finish_ = f;
-      }
-    if (auto const* usage = object_at(o, "usage")) {
-      if (auto n = count_of(usage->if_contains("prompt_tokens"))) input_ = n;
-      if (auto n = count_of(usage->if_contains("completion_tokens"))) output_ = n;
-    }
-  }
-
-  void anthropic_event(boost::json::object const& o) {
-    std::string type = string_of(o.if_contains("type"));
-    if (type.empty()) type = event_;
-    if (type == "message_start") {
-      if (auto const* message = object_at(o, "message")) {
-        model_ = string_of(message->if_contains("model"));
-        if (auto const* usage = object_at(*message, "usage")) {
-          if (auto n = count_of(usage->if_contains("input_tokens"))) input_ = n;
-          if (auto n = count_of(usage->if_contains("output_tokens"))) output_ = n;
-        }
-      }
-    } else if (type == "content_block_start") {
-      if (auto const* block = object_at(o, "content_block"); block && string_of(block->if_contains("type")) == "text")
-        text_ += string_of(block->if_contains("text"));
-    } else if (type == "content_block_delta") {
-      if (auto const* delta = object_at(o, "delta"); delta && string_of(delta->if_contains("type")) == "text_delta")
-        text_ += string_of(delta->if_contains("text"));
-    } else if (type == "message_delta") {
-      if (auto const* delta = object_at(o, "delta"))
-        if (const std::string s = string_of(delta->if_contains("stop_reason")); !s.empty()) finish_ = s;
-      if (auto const* usage = object_at(o, "usage")) {
-        if (auto n = count_of(usage->if_contains("input_tokens"))) input_ = n;
-        if (auto n = count_of(usage->if_contains("output_tokens"))) output_ = n;
-      }
-    } else if (type == "message_stop") {
-      complete_ = true;
-    }  // ping, content_block_stop and event types added later carry nothing the client uses
-  }
-
-  bool anthropic_;
+  provider const* provider_;
   std::string line_;
   bool last_was_cr_ = false;
   std::string data_;
   bool has_data_ = false;
   std::string event_;
-  bool complete_ = false;
   std::string error_;
-  std::string text_;
-  std::string finish_;
-  std::string model_;
-  std::optional<std::uint64_t> input_;
-  std::optional<std::uint64_t> output_;
+  reply_parts parts_;
   std::size_t events_ = 0;
 };
 

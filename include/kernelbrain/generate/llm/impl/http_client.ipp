@@ -1,5 +1,8 @@
 // Bodies of kernelbrain/generate/llm/http_client.hpp: the HTTP model client on Boost.Beast and Asio,
-// Boost.JSON for the bodies, and asio::ssl on OpenSSL where KERNELBRAIN_HAVE_OPENSSL is defined.
+// Boost.JSON for the bodies, and asio::ssl on OpenSSL where KERNELBRAIN_HAVE_OPENSSL is defined: the
+// transport (an attempt's connection and exchange) and the retry loop. The provider's wire format
+// (request body, headers, reply and stream reading) is an object from providers/; URL, proxy, base64
+// and Retry-After parsing are in http/.
 // Included by its header (header-only form) or by kernelbrain/src.hpp (separate compilation): see
 // kernelbrain/config.hpp.
 //
@@ -12,8 +15,6 @@
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/address.hpp>
-#include <boost/asio/ip/network_v4.hpp>
-#include <boost/asio/ip/network_v6.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http/empty_body.hpp>
@@ -44,7 +45,13 @@
 #include <vector>
 #include "kernelbrain/core/error.hpp"
 #include "kernelbrain/generate/llm/detail/stream_decoder.hpp"
+#include "kernelbrain/generate/llm/http/base64.hpp"
+#include "kernelbrain/generate/llm/http/proxy.hpp"
+#include "kernelbrain/generate/llm/http/retry_after.hpp"
+#include "kernelbrain/generate/llm/http/text.hpp"
+#include "kernelbrain/generate/llm/http/url.hpp"
 #include "kernelbrain/generate/llm/http_client.hpp"
+#include "kernelbrain/generate/llm/providers/registry.hpp"
 #include "kernelbrain/version.hpp"
 #if defined(KERNELBRAIN_HAVE_OPENSSL)
 #include <openssl/ssl.h>
@@ -66,311 +73,13 @@ using tcp = net::ip::tcp;
 using error_code = boost::system::error_code;
 using steady = std::chrono::steady_clock;
 
-inline std::string lower(std::string_view s) {
-  std::string out(s);
-  for (auto& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
-inline std::string_view trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front())) != 0) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back())) != 0) s.remove_suffix(1);
-  return s;
-}
-
-inline bool has_control(std::string_view s) {
-  return std::any_of(s.begin(), s.end(), [](char c) {
-    const auto u = static_cast<unsigned char>(c);
-    return u < 0x20 || u == 0x7f;
-  });
-}
-
 inline bool is_ip_literal(std::string const& host) {
   error_code ec;
   (void)net::ip::make_address(host, ec);
   return !ec;
 }
 
-/// `url` with a user:password part replaced, for messages.
-inline std::string without_password(std::string_view text) {
-  const auto scheme_end = text.find("://");
-  const std::size_t from = scheme_end == std::string_view::npos ? 0 : scheme_end + 3;
-  const auto authority_end = text.find_first_of("/?#", from);
-  const auto at = text.substr(0, authority_end).rfind('@');
-  if (at == std::string_view::npos || at < from) return std::string(text);
-  return std::string(text.substr(0, from)) + "***@" + std::string(text.substr(at + 1));
-}
-
-inline std::string percent_decode(std::string_view s) {
-  std::string out;
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '%' && i + 2 < s.size()) {
-      unsigned v = 0;
-      const auto r = std::from_chars(s.data() + i + 1, s.data() + i + 3, v, 16);
-      if (r.ec == std::errc{} && r.ptr == s.data() + i + 3) {
-        out += static_cast<char>(v);
-        i += 2;
-        continue;
-      }
-    }
-    out += s[i];
-  }
-  return out;
-}
-
-inline std::string base64(std::string_view in) {
-  static constexpr char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  std::size_t i = 0;
-  for (; i + 2 < in.size(); i += 3) {
-    const unsigned v = (static_cast<unsigned char>(in[i]) << 16U) | (static_cast<unsigned char>(in[i + 1]) << 8U) |
-                       static_cast<unsigned char>(in[i + 2]);
-    out += alphabet[(v >> 18U) & 63U];
-    out += alphabet[(v >> 12U) & 63U];
-    out += alphabet[(v >> 6U) & 63U];
-    out += alphabet[v & 63U];
-  }
-  if (i + 1 == in.size()) {
-    const unsigned v = static_cast<unsigned char>(in[i]) << 16U;
-    out += alphabet[(v >> 18U) & 63U];
-    out += alphabet[(v >> 12U) & 63U];
-    out += "==";
-  } else if (i + 2 == in.size()) {
-    const unsigned v = (static_cast<unsigned char>(in[i]) << 16U) | (static_cast<unsigned char>(in[i + 1]) << 8U);
-    out += alphabet[(v >> 18U) & 63U];
-    out += alphabet[(v >> 12U) & 63U];
-    out += alphabet[(v >> 6U) & 63U];
-    out += '=';
-  }
-  return out;
-}
-
-KERNELBRAIN_DECL std::string url::authority() const {
-  return (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" + std::to_string(port);
-}
-
-KERNELBRAIN_DECL std::string url::host_header() const {
-  std::string h = host.find(':') != std::string::npos ? "[" + host + "]" : host;
-  const std::uint16_t default_port = scheme == "https" ? 443 : 80;
-  if (port != default_port) h += ":" + std::to_string(port);
-  return h;
-}
-
-KERNELBRAIN_DECL url parse_url(std::string_view text, std::string_view what) {
-  const auto fail = [&](std::string const& why) {
-    throw error(std::string(what) + " '" + without_password(text) + "': " + why);
-  };
-  text = trim(text);
-  url u;
-  const auto scheme_end = text.find("://");
-  if (scheme_end == std::string_view::npos) fail("expected http://host[:port][/path] or https://...");
-  u.scheme = lower(text.substr(0, scheme_end));
-  if (u.scheme != "http" && u.scheme != "https") fail("the scheme must be http or https");
-  std::string_view rest = text.substr(scheme_end + 3);
-  const auto authority_end = rest.find_first_of("/?#");
-  std::string_view authority = rest.substr(0, authority_end);
-  std::string_view path = authority_end == std::string_view::npos ? std::string_view{} : rest.substr(authority_end);
-  if (path.find_first_of("?#") != std::string_view::npos) fail("a query or fragment is not allowed");
-  if (has_control(text) || text.find(' ') != std::string_view::npos) fail("spaces or control characters");
-  if (const auto at = authority.rfind('@'); at != std::string_view::npos) {
-    u.userinfo = std::string(authority.substr(0, at));
-    authority.remove_prefix(at + 1);
-  }
-  std::string_view port_text;
-  if (!authority.empty() && authority.front() == '[') {
-    const auto close = authority.find(']');
-    if (close == std::string_view::npos) fail("an IPv6 address without its closing ']'");
-    u.host = std::string(authority.substr(1, close - 1));
-    const auto after = authority.substr(close + 1);
-    if (!after.empty()) {
-      if (after.front() != ':') fail("unexpected text after the IPv6 address");
-      port_text = after.substr(1);
-      if (port_text.empty()) fail("an empty port");
-    }
-  } else {
-    const auto colon = authority.rfind(':');
-    u.host = std::string(authority.substr(0, colon));
-    if (colon != std::string_view::npos) {
-      port_text = authority.substr(colon + 1);
-      if (port_text.empty()) fail("an empty port");
-    }
-  }
-  if (u.host.empty()) fail("no host");
-  u.host = lower(u.host);
-  if (port_text.empty()) {
-    u.port = u.scheme == "https" ? 443 : 80;
-  } else {
-    unsigned p = 0;
-    const auto r = std::from_chars(port_text.data(), port_text.data() + port_text.size(), p);
-    if (r.ec != std::errc{} || r.ptr != port_text.data() + port_text.size() || p == 0 || p > 65535)
-      fail("the port must be a number from 1 to 65535");
-    u.port = static_cast<std::uint16_t>(p);
-  }
-  while (!path.empty() && path.back() == '/') path.remove_suffix(1);
-  u.path = std::string(path);
-  return u;
-}
-
-inline bool in_cidr(std::string const& entry, std::string const& host) {
-  error_code ec;
-  const auto address = net::ip::make_address(host, ec);
-  if (ec) return false;
-  if (address.is_v4()) {
-    const auto network = net::ip::make_network_v4(entry, ec);
-    if (ec) return false;
-    const auto mask = network.netmask().to_uint();
-    return (address.to_v4().to_uint() & mask) == (network.address().to_uint() & mask);
-  }
-  const auto network = net::ip::make_network_v6(entry, ec);
-  if (ec) return false;
-  const auto a = address.to_v6().to_bytes();
-  const auto n = network.address().to_bytes();
-  const unsigned bits = network.prefix_length();
-  for (unsigned i = 0; i < 16; ++i) {
-    const unsigned take = bits > i * 8 ? std::min(8U, bits - i * 8) : 0U;
-    if (take == 0) break;
-    const auto mask = static_cast<unsigned char>(0xFFU << (8 - take));
-    if ((a[i] & mask) != (n[i] & mask)) return false;
-  }
-  return true;
-}
-
-KERNELBRAIN_DECL bool no_proxy_matches(std::string_view no_proxy, std::string_view host_in) {
-  std::string host = lower(trim(host_in));
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
-  while (!host.empty() && host.back() == '.') host.pop_back();
-  if (host.empty()) return false;
-  std::size_t i = 0;
-  while (i < no_proxy.size()) {
-    const auto end = no_proxy.find_first_of(", \t", i);
-    std::string e = lower(trim(no_proxy.substr(i, end == std::string_view::npos ? std::string_view::npos : end - i)));
-    i = end == std::string_view::npos ? no_proxy.size() : end + 1;
-    if (e.empty()) continue;
-    if (e == "*") return true;
-    if (e.find('/') != std::string::npos) {
-      if (in_cidr(e, host)) return true;
-      continue;
-    }
-    if (e.front() == '[') {
-      const auto close = e.find(']');
-      e = e.substr(1, close == std::string::npos ? std::string::npos : close - 1);
-    } else if (std::count(e.begin(), e.end(), ':') == 1) {
-      e = e.substr(0, e.find(':'));
-    }
-    if (e.rfind("*.", 0) == 0) e.erase(0, 1);
-    while (!e.empty() && e.back() == '.') e.pop_back();
-    if (e.empty()) continue;
-    const std::string bare = e.front() == '.' ? e.substr(1) : e;
-    if (bare.empty()) continue;
-    if (host == bare) return true;
-    if (host.size() > bare.size() && host.ends_with(bare) && host[host.size() - bare.size() - 1] == '.') return true;
-  }
-  return false;
-}
-
-KERNELBRAIN_DECL std::string proxy_for(url const& target, std::string_view explicit_proxy, env_lookup env) {
-  const auto get = [env](char const* name) -> std::string {
-    if (env == nullptr) return {};
-    char const* v = env(name);
-    return v != nullptr ? std::string(trim(v)) : std::string{};
-  };
-  std::string p(trim(explicit_proxy));
-  const std::string l = lower(p);
-  if (l == "none" || l == "direct") return {};
-  if (!p.empty()) return p;  // given in the options: used as it is
-  // The environment's proxy is never for this machine (as Go's net/http has it): localhost and
-  // loopback addresses go direct.
-  if (target.host == "localhost" || target.host.ends_with(".localhost")) return {};
-  if (error_code ec; net::ip::make_address(target.host, ec).is_loopback() && !ec) return {};
-  if (target.scheme == "https") {
-    p = get("https_proxy");
-    if (p.empty()) p = get("HTTPS_PROXY");
-  } else {
-    p = get("http_proxy");
-    if (p.empty()) p = get("HTTP_PROXY");
-  }
-  if (p.empty()) return {};
-  std::string no = get("no_proxy");
-  if (no.empty()) no = get("NO_PROXY");
-  if (no_proxy_matches(no, target.host)) return {};
-  return p;
-}
-
-inline int month_number(std::string_view m) {
-  static constexpr std::string_view names[] = {"jan", "feb", "mar", "apr", "may", "jun",
-                                               "jul", "aug", "sep", "oct", "nov", "dec"};
-  const std::string l = lower(m);
-  for (int i = 0; i < 12; ++i)
-    if (l == names[i]) return i + 1;
-  return 0;
-}
-
-inline bool parse_int(std::string_view s, int& out) {
-  const auto r = std::from_chars(s.data(), s.data() + s.size(), out);
-  return r.ec == std::errc{} && r.ptr == s.data() + s.size() && !s.empty();
-}
-
-KERNELBRAIN_DECL std::optional<double> parse_retry_after(std::string_view value, std::int64_t now_unix) {
-  value = trim(value);
-  if (value.empty()) return std::nullopt;
-  if (std::all_of(value.begin(), value.end(), [](char c) { return (c >= '0' && c <= '9') || c == '.'; })) {
-    double seconds = 0;
-    const auto r = std::from_chars(value.data(), value.data() + value.size(), seconds);
-    if (r.ec != std::errc{} || r.ptr != value.data() + value.size() || !std::isfinite(seconds)) return std::nullopt;
-    return seconds;
-  }
-  // HTTP-date: IMF-fixdate "Sun, 06 Nov 1994 08:49:37 GMT", RFC 850 "Sunday, 06-Nov-94 08:49:37 GMT",
-  // asctime "Sun Nov  6 08:49:37 1994".
-  std::vector<std::string_view> words;
-  for (std::size_t i = 0; i < value.size();) {
-    const auto end = value.find_first_of(" ,", i);
-    const auto w = value.substr(i, end == std::string_view::npos ? std::string_view::npos : end - i);
-    if (!w.empty()) words.push_back(w);
-    if (end == std::string_view::npos) break;
-    i = end + 1;
-  }
-  int day = 0;
-  int month = 0;
-  int year = 0;
-  std::string_view time;
-  if (words.size() == 6 && lower(words[5]) == "gmt") {  // IMF-fixdate
-    if (!parse_int(words[1], day) || !parse_int(words[3], year)) return std::nullopt;
-    month = month_number(words[2]);
-    time = words[4];
-  } else if (words.size() == 4 && lower(words[3]) == "gmt") {  // RFC 850
-    const auto d = words[1];
-    const auto a = d.find('-');
-    const auto b = d.rfind('-');
-    if (a == std::string_view::npos || b == a) return std::nullopt;
-    if (!parse_int(d.substr(0, a), day) || !parse_int(d.substr(b + 1), year)) return std::nullopt;
-    month = month_number(d.substr(a + 1, b - a - 1));
-    if (year < 100) year += year < 70 ? 2000 : 1900;
-    time = words[2];
-  } else if (words.size() == 5) {  // asctime
-    month = month_number(words[1]);
-    if (!parse_int(words[2], day) || !parse_int(words[4], year)) return std::nullopt;
-    time = words[3];
-  } else {
-    return std::nullopt;
-  }
-  int hh = 0;
-  int mm = 0;
-  int ss = 0;
-  if (time.size() != 8 || time[2] != ':' || time[5] != ':' || !parse_int(time.substr(0, 2), hh) ||
-      !parse_int(time.substr(3, 2), mm) || !parse_int(time.substr(6, 2), ss))
-    return std::nullopt;
-  if (month == 0 || day < 1 || day > 31 || hh > 23 || mm > 59 || ss > 60) return std::nullopt;
-  const std::chrono::year_month_day ymd{std::chrono::year{year}, std::chrono::month{static_cast<unsigned>(month)},
-                                        std::chrono::day{static_cast<unsigned>(day)}};
-  if (!ymd.ok()) return std::nullopt;
-  const std::int64_t days = std::chrono::sys_days{ymd}.time_since_epoch().count();
-  const std::int64_t when = days * 86400 + hh * 3600 + mm * 60 + ss;
-  return static_cast<double>(std::max<std::int64_t>(0, when - now_unix));
-}
-
 // ---- pieces of an exchange -----------------------------------------------------------------------
-
-inline json::value text(std::string_view s) { return json::value(json::string_view(s.data(), s.size())); }
 
 inline steady::duration to_duration(double seconds) {
   const double s = std::clamp(seconds, 0.0, 1e7);
@@ -421,21 +130,6 @@ inline std::string excerpt(std::string_view body, std::size_t limit = 300) {
     out += "...";
   }
   return out;
-}
-
-inline std::optional<std::uint64_t> count_of(json::object const& o, std::string_view key) {
-  auto const* v = o.if_contains(json::string_view(key.data(), key.size()));
-  if (v == nullptr) return std::nullopt;
-  if (v->is_uint64()) return v->get_uint64();
-  if (v->is_int64() && v->get_int64() >= 0) return static_cast<std::uint64_t>(v->get_int64());
-  if (v->is_double() && v->get_double() >= 0 && v->get_double() < 1e18)
-    return static_cast<std::uint64_t>(v->get_double());
-  return std::nullopt;
-}
-
-inline std::string string_of(json::value const* v) {
-  if (v == nullptr || !v->is_string()) return {};
-  return std::string(v->get_string().data(), v->get_string().size());
 }
 
 /// Where an asynchronous operation puts its result.
@@ -545,7 +239,8 @@ inline endpoint_error read_endpoint_error(std::string const& body) {
 
 class http_model_client final : public model_client {
  public:
-  explicit http_model_client(http_client_options o) : options_(std::move(o)), rng_(options_.jitter_seed) {
+  explicit http_model_client(http_client_options o)
+      : options_(std::move(o)), provider_(provider_for(options_.format)), rng_(options_.jitter_seed) {
     const auto fail = [](std::string const& why) { throw error("http model client: " + why); };
     if (trim(options_.model).empty()) fail("no model given (http_client_options::model)");
     if (has_control(options_.model)) fail("the model name holds control characters");
@@ -569,10 +264,7 @@ class http_model_client final : public model_client {
     non_negative(options_.price_per_output_token, "price_per_output_token");
     if (options_.max_reply_bytes == 0) fail("max_reply_bytes must be at least 1");
     positive(options_.check_timeout_seconds, "check_timeout_seconds");
-    if (options_.format == wire_format::anthropic && options_.token_limit == token_parameter::max_completion_tokens)
-      fail("the Anthropic messages API takes max_tokens, not max_completion_tokens (token_limit)");
-    if (options_.format == wire_format::anthropic && options_.token_limit == token_parameter::none)
-      fail("the Anthropic messages API requires max_tokens: token_limit none is for OpenAI-compatible endpoints");
+    if (auto why = provider_.token_parameter_refusal(options_.token_limit)) fail(*why);
 
     if (options_.temperature >= 0) {
       if (auto why = temperature_refusal(options_.temperature)) fail(*why);
@@ -581,19 +273,15 @@ class http_model_client final : public model_client {
     target_ = parse_url(options_.base_url, "http model client: base_url");
     if (!target_.userinfo.empty())
       fail("base_url must not carry a user or password; give the key in http_client_options::api_key");
-    const std::string suffix = options_.format == wire_format::openai ? "/chat/completions" : "/messages";
-    const std::string other = options_.format == wire_format::openai ? "/messages" : "/chat/completions";
-    if (target_.path.ends_with(other))
-      fail("base_url " + options_.base_url + " is an endpoint of the " +
-           (options_.format == wire_format::openai ? "anthropic" : "openai") + " format, but the format is " +
-           std::string(to_string(options_.format)) + " (--llm-api)");
+    const std::string suffix(provider_.endpoint_suffix());
+    for (provider const* other : all_providers())
+      if (other != &provider_ && target_.path.ends_with(other->endpoint_suffix()))
+        fail("base_url " + options_.base_url + " is an endpoint of the " + std::string(other->name()) +
+             " format, but the format is " + std::string(to_string(options_.format)) + " (--llm-api)");
     path_ = target_.path.ends_with(suffix) ? target_.path : target_.path + suffix;
     endpoint_ = target_.scheme + "://" + target_.host_header() + path_;
     token_field_ = options_.token_limit;
-    if (token_field_ == token_parameter::automatic)
-      token_field_ = options_.format == wire_format::openai && lower(target_.host) == "api.openai.com"
-                         ? token_parameter::max_completion_tokens
-                         : token_parameter::max_tokens;
+    if (token_field_ == token_parameter::automatic) token_field_ = provider_.automatic_token_parameter(target_);
 #if !defined(KERNELBRAIN_HAVE_OPENSSL)
     if (target_.scheme == "https")
       fail("base_url " + endpoint_ +
@@ -689,7 +377,7 @@ class http_model_client final : public model_client {
                          (temperature_of(r) ? ", temperature " + number_text(*temperature_of(r)) : std::string()) +
                          "): " + reply.error));
     std::vector<std::string> warnings;
-    if (options_.format == wire_format::openai) {
+    if (provider_.probes_context()) {
       try {
         if (auto w = context_warning(prompt_tokens, effective_max_tokens(r))) warnings.push_back(redact(*w));
       } catch (std::exception const&) {  // the probe is advice: a server that cannot answer it is not an error
@@ -705,7 +393,7 @@ class http_model_client final : public model_client {
   /// router's context_length; llama.cpp's server: /props n_ctx; Ollama: /api/show num_ctx, else its
   /// default), and a warning when the search's prompts and reply limit may not fit it.
   [[nodiscard]] std::optional<std::string> context_warning(std::uint64_t prompt_tokens, std::size_t max_tokens) {
-    const std::string base = path_.substr(0, path_.size() - std::string_view("/chat/completions").size());
+    const std::string base = path_.substr(0, path_.size() - provider_.endpoint_suffix().size());
     std::optional<std::uint64_t> context;
     std::string source;
     bool llama_cpp = false;
@@ -873,7 +561,7 @@ class http_model_client final : public model_client {
   /// Why a temperature cannot be sent: outside what the wire format's API allows (OpenAI: 0 to 2;
   /// Anthropic: 0 to 1), or not a number.
   [[nodiscard]] std::optional<std::string> temperature_refusal(double t) const {
-    const double most = options_.format == wire_format::anthropic ? 1.0 : 2.0;
+    const double most = provider_.max_temperature();
     if (std::isfinite(t) && t >= 0 && t <= most) return std::nullopt;
     return "temperature " + number_text(t) + " is outside 0 to " + number_text(most) + ", the range the " +
            std::string(to_string(options_.format)) + " API allows (--llm-temperature)";
@@ -894,33 +582,15 @@ class http_model_client final : public model_client {
   }
 
   [[nodiscard]] std::string request_body(chat_request const& request) const {
-    const auto temperature = temperature_of(request);
-    const std::size_t max_tokens = effective_max_tokens(request);
-    json::object o;
-    o["model"] = text(options_.model);
-    json::array messages;
-    if (options_.format == wire_format::openai) {
-      if (!request.prompt.system.empty()) {
-        json::object m;
-        m["role"] = "system";
-        m["content"] = text(request.prompt.system);
-        messages.push_back(std::move(m));
-      }
-    } else if (!request.prompt.system.empty()) {
-      o["system"] = text(request.prompt.system);
-    }
-    json::object user;
-    user["role"] = "user";
-    user["content"] = text(request.prompt.user);
-    messages.push_back(std::move(user));
-    o["messages"] = std::move(messages);
-    if (token_field_ != token_parameter::none) o[to_string(token_field_)] = static_cast<std::uint64_t>(max_tokens);
-    if (temperature) o["temperature"] = *temperature;
-    if (options_.stream) {
-      o["stream"] = true;
-      if (options_.format == wire_format::openai) o["stream_options"] = json::object{{"include_usage", true}};
-    }
-    return json::serialize(o);
+    request_fields f;
+    f.model = options_.model;
+    f.system = request.prompt.system;
+    f.user = request.prompt.user;
+    f.token_field = token_field_;
+    f.max_tokens = effective_max_tokens(request);
+    f.temperature = temperature_of(request);
+    f.stream = options_.stream;
+    return provider_.request_body(f);
   }
 
   /// A reply cancelled at the deadline, `started` seconds after the request began.
@@ -1138,12 +808,8 @@ class http_model_client final : public model_client {
     if (!call.body.empty()) req.set(bhttp::field::content_type, "application/json");
     req.set(bhttp::field::accept,
             call.chat && call.stream ? "text/event-stream, application/json" : "application/json");
-    if (options_.format == wire_format::openai) {
-      if (!options_.api_key.empty()) req.set(bhttp::field::authorization, "Bearer " + options_.api_key);
-    } else {
-      if (!options_.api_key.empty()) req.set("x-api-key", options_.api_key);
-      req.set("anthropic-version", options_.anthropic_version);
-    }
+    for (auto const& [name, value] : provider_.headers({options_.api_key, options_.anthropic_version}))
+      req.set(name, value);
     if (proxy_ && target_.scheme == "http" && !proxy_authorization_.empty())
       req.set(bhttp::field::proxy_authorization, proxy_authorization_);
     req.keep_alive(false);
@@ -1168,7 +834,7 @@ class http_model_client final : public model_client {
     const unsigned code = parser.is_header_done() ? res.result_int() : 0;
     const auto content_type = parser.is_header_done() ? lower(res[bhttp::field::content_type]) : std::string{};
     const bool events = !ec && call.chat && code / 100 == 2 && content_type.starts_with("text/event-stream");
-    stream_decoder decoder(options_.format == wire_format::anthropic);
+    stream_decoder decoder(provider_);
     if (events) parser.body_limit(static_cast<std::uint64_t>(options_.max_reply_bytes) * 32U);
     std::uint64_t event_bytes = 0;
     while (!ec && !parser.is_done()) {
@@ -1232,8 +898,9 @@ class http_model_client final : public model_client {
     if (d.failed()) return fault(d.error(), true);
     const std::string so_far = " after " + std::to_string(d.events()) + " events (" + std::to_string(bytes) +
                                " bytes; " + std::to_string(d.text().size()) + " bytes of text)";
-    // An OpenAI-format server may close after the last chunk (its finish reason) without "[DONE]".
-    const bool finished = d.complete() || (options_.format == wire_format::openai && !d.finish_reason().empty() &&
+    // A server may close after the last chunk (its finish reason) without its end marker, where the
+    // format allows it (OpenAI's "[DONE]").
+    const bool finished = d.complete() || (provider_.ends_at_finish_reason() && !d.finish_reason().empty() &&
                                            ec != net::error::timed_out);
     if (!finished) {
       if (ec == bhttp::error::body_limit)
@@ -1242,9 +909,7 @@ class http_model_client final : public model_client {
                      false);
       if (ec == net::error::timed_out) return fault("the stream stalled: nothing within " + limit + so_far, true);
       if (!ec)
-        return fault("the stream ended without its end marker (" +
-                         std::string(options_.format == wire_format::openai ? "data: [DONE]" : "message_stop") + ")" +
-                         so_far,
+        return fault("the stream ended without its end marker (" + std::string(provider_.end_marker()) + ")" + so_far,
                      true);
       return fault("the stream was cut (" + lower_message(ec) + ")" + so_far, true);
     }
@@ -1278,11 +943,11 @@ class http_model_client final : public model_client {
                                     "ANTHROPIC_API_KEY)");
     } else if (code == 404) {
       const bool versioned = target_.path.find("/v1") != std::string::npos;
-      r = permanent_fault(
-          "model '" + options_.model + "' or path " + path_ + " not found at " + target_.authority() + " (" + status +
-          ")" + tail + " (check the model's name; OpenAI-compatible servers answer at BASE/v1/chat/completions, " +
-          "Anthropic at BASE/v1/messages" + (versioned ? "" : ": is /v1 missing from the base URL?") +
-          (options_.format == wire_format::openai ? "; for an Anthropic endpoint give --llm-api anthropic" : "") + ")");
+      r = permanent_fault("model '" + options_.model + "' or path " + path_ + " not found at " + target_.authority() +
+                          " (" + status + ")" + tail +
+                          " (check the model's name; OpenAI-compatible servers answer at BASE/v1/chat/completions, " +
+                          "Anthropic at BASE/v1/messages" + (versioned ? "" : ": is /v1 missing from the base URL?") +
+                          std::string(provider_.not_found_hint()) + ")");
     } else if (code == 429 &&
                (text.find("insufficient_quota") != std::string::npos ||
                 text.find("exceeded your current quota") != std::string::npos ||
@@ -1335,7 +1000,7 @@ class http_model_client final : public model_client {
             t == token_parameter::max_tokens ? token_parameter::max_completion_tokens : token_parameter::max_tokens;
         return "the endpoint refused the parameter '" + std::string(to_string(t)) + "' (" + status + ")" + tail +
                ": give --llm-token-param " + std::string(to_string(other)) +
-               (options_.format == wire_format::openai ? " (or none: no reply limit sent)" : "") +
+               (!provider_.token_parameter_refusal(token_parameter::none) ? " (or none: no reply limit sent)" : "") +
                " (http_client_options::token_limit)";
       }
     if (!e.param.empty()) return "the endpoint refused the parameter '" + e.param + "' (" + status + ")" + tail;
@@ -1350,45 +1015,10 @@ class http_model_client final : public model_client {
     if (o == nullptr) return fault("the reply is not a JSON object: " + excerpt(body, 120), true);
     if (auto const* e = o->if_contains("error"); e != nullptr && !e->is_null())
       return fault("the reply holds an error: " + excerpt(body), true);
-    std::string text;
-    std::string finish_reason;
-    std::optional<std::uint64_t> input;
-    std::optional<std::uint64_t> output;
-    if (options_.format == wire_format::openai) {
-      auto const* choices = o->if_contains("choices");
-      if (choices == nullptr || !choices->is_array() || choices->get_array().empty() ||
-          !choices->get_array()[0].is_object())
-        return fault("the reply has no choices: " + excerpt(body, 120), true);
-      auto const& choice = choices->get_array()[0].get_object();
-      auto const* message = choice.if_contains("message");
-      if (message == nullptr || !message->is_object())
-        return fault("the reply has no choices[0].message: " + excerpt(body, 120), true);
-      auto const* content = message->get_object().if_contains("content");
-      if (content != nullptr && content->is_array()) {  // content parts, as some servers send them
-        for (auto const& part : content->get_array())
-          if (part.is_object()) text += string_of(part.get_object().if_contains("text"));
-      } else {
-        text = string_of(content);
-      }
-      finish_reason = string_of(choice.if_contains("finish_reason"));
-      if (auto const* usage = o->if_contains("usage"); usage != nullptr && usage->is_object()) {
-        input = count_of(usage->get_object(), "prompt_tokens");
-        output = count_of(usage->get_object(), "completion_tokens");
-      }
-    } else {
-      auto const* content = o->if_contains("content");
-      if (content == nullptr || !content->is_array())
-        return fault("the reply has no content: " + excerpt(body, 120), true);
-      for (auto const& part : content->get_array())
-        if (part.is_object() && string_of(part.get_object().if_contains("type")) == "text")
-          text += string_of(part.get_object().if_contains("text"));
-      finish_reason = string_of(o->if_contains("stop_reason"));
-      if (auto const* usage = o->if_contains("usage"); usage != nullptr && usage->is_object()) {
-        input = count_of(usage->get_object(), "input_tokens");
-        output = count_of(usage->get_object(), "output_tokens");
-      }
-    }
-    return finish(text, finish_reason, string_of(o->if_contains("model")), input, output, prompt_estimate);
+    reply_parts parts;
+    if (auto missing = provider_.read_reply(*o, parts)) return fault(*missing + ": " + excerpt(body, 120), true);
+    return finish(std::move(parts.text), std::move(parts.finish_reason), std::move(parts.model), parts.input_tokens,
+                  parts.output_tokens, prompt_estimate);
   }
 
   /// A reply from its parts, whole or streamed: usage as reported (else estimated), its cost, and
@@ -1421,6 +1051,7 @@ class http_model_client final : public model_client {
   }
 
   http_client_options options_;
+  provider const& provider_;  ///< the wire format of options_.format
   url target_;
   std::string path_;      ///< the request path: base path + /chat/completions or /messages
   std::string endpoint_;  ///< scheme://host[:port]path, for messages
@@ -1454,7 +1085,7 @@ KERNELBRAIN_DECL token_parameter parse_token_parameter(std::string_view text) {
 
 KERNELBRAIN_DECL std::string normalize_base_url(std::string_view base_url, wire_format format) {
   std::string u(http_detail::trim(base_url));
-  if (u.empty()) return format == wire_format::anthropic ? "https://api.anthropic.com/v1" : "https://api.openai.com/v1";
+  if (u.empty()) return std::string(http_detail::provider_for(format).public_base_url());
   while (u.size() > 1 && u.back() == '/') u.pop_back();
   const auto scheme = u.find("://");
   const auto path = scheme == std::string::npos ? std::string::npos : u.find('/', scheme + 3);
@@ -1466,23 +1097,27 @@ KERNELBRAIN_DECL std::optional<wire_format> infer_wire_format(std::string_view b
   const std::string l = http_detail::lower(http_detail::trim(base_url));
   std::string u = l;
   while (!u.empty() && u.back() == '/') u.pop_back();
-  if (u.ends_with("/messages")) return wire_format::anthropic;
-  if (u.ends_with("/chat/completions")) return wire_format::openai;
+  for (http_detail::provider const* p : http_detail::all_providers())
+    if (u.ends_with(p->endpoint_suffix())) return p->format();
   const auto scheme = l.find("://");
   const auto host_start = scheme == std::string::npos ? 0 : scheme + 3;
   const auto host_end = l.find_first_of("/:?", host_start);
   const std::string host =
       l.substr(host_start, host_end == std::string::npos ? std::string::npos : host_end - host_start);
-  if (host == "anthropic.com" || host.ends_with(".anthropic.com")) return wire_format::anthropic;
-  if (host == "openai.com" || host.ends_with(".openai.com")) return wire_format::openai;
+  for (http_detail::provider const* p : http_detail::all_providers())
+    if (host == p->domain() || host.ends_with("." + std::string(p->domain()))) return p->format();
   return std::nullopt;
 }
 
 KERNELBRAIN_DECL wire_format parse_wire_format(std::string_view text) {
   const std::string l = http_detail::lower(http_detail::trim(text));
-  if (l == "openai") return wire_format::openai;
-  if (l == "anthropic") return wire_format::anthropic;
-  throw error("unknown wire format '" + std::string(text) + "': expected openai or anthropic");
+  std::string names;  // "openai or anthropic"
+  auto const providers = http_detail::all_providers();
+  for (std::size_t i = 0; i < providers.size(); ++i) {
+    if (l == providers[i]->name()) return providers[i]->format();
+    names += (i == 0 ? "" : i + 1 == providers.size() ? " or " : ", ") + std::string(providers[i]->name());
+  }
+  throw error("unknown wire format '" + std::string(text) + "': expected " + names);
 }
 
 KERNELBRAIN_DECL std::unique_ptr<model_client> make_http_client(http_client_options options) {
