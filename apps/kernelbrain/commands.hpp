@@ -73,7 +73,7 @@ int run_check(check_options const& options);
 [[nodiscard]] subcommand register_fidelity(CLI::App& app);
 
 /// ablate: strategies x problems x seeds under equal budgets, as one Markdown table; --expect compares it
-/// with a committed one (ablate.cpp; the backends it runs on: ablation.hpp).
+/// with a committed one (ablate.cpp; the harness: kernelbrain/ablation/ablation.hpp).
 [[nodiscard]] subcommand register_ablate(CLI::App& app);
 struct ablate_options {
   std::vector<std::string> problems;      ///< as for tune; for the replay backend, recordings

@@ -1,5 +1,5 @@
-// kernelbrain report: the page's data, computed from journals (see report_data.hpp and docs/report.md).
-#include "report_data.hpp"
+// The report's data model: the page's data computed from journals (report/data.hpp, docs/report.md).
+#include "kernelbrain/report/data.hpp"
 
 #include <fmt/format.h>
 
@@ -9,18 +9,22 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <filesystem>
 #include <kernelbrain/backends/cuda/diagnosis.hpp>
+#include <kernelbrain/backends/registry.hpp>
+#include <kernelbrain/io/problem_loader.hpp>
 #include <kernelbrain/version.hpp>
 #include <map>
 #include <optional>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
-namespace kernelbrain::cli::report {
+namespace kernelbrain::report {
 
 namespace {
 
@@ -600,6 +604,60 @@ json::object problem_json(std::string const& name, std::vector<analysis const*> 
 
 }  // namespace
 
+std::vector<std::string> shape_names(journal_contents const& j) {
+  auto const& fp = j.header.evaluator;
+  const auto backend = backends().for_fingerprint(fp);
+  if (!backend || !backend->problem_files || !j.reference) return {};
+  try {
+    const auto prob = load_problem(backends().problem_directory(j.header.problem, backend->name));
+    if (prob.shapes.size() != j.reference->seconds.size()) return {};
+    std::vector<std::string> names;
+    for (auto const& s : prob.shapes) names.push_back(s.name);
+    return names;
+  } catch (std::exception const&) {
+    return {};
+  }
+}
+
+std::vector<loaded_journal> read_journals(std::vector<std::string> const& files) {
+  namespace fs = std::filesystem;
+  const auto quoted = [](fs::path const& p) { return "'" + p.string() + "'"; };
+  std::vector<loaded_journal> out;
+  std::set<fs::path> seen;
+  for (auto const& f : files) {
+    const fs::path p(f);
+    std::error_code ec;
+    if (fs::is_directory(p, ec)) throw error(fmt::format("journal {} is a folder: give its journal.jsonl", quoted(p)));
+    const auto canonical = fs::weakly_canonical(p, ec);
+    if (!ec && !seen.insert(canonical).second)
+      throw error(fmt::format("journal {} is given twice: each journal is one seed of a run", quoted(p)));
+    auto contents = read_journal(p);  // throws kernelbrain::error naming the file (and line)
+    if (!contents.has_header())
+      throw error(fmt::format(
+          "{} is not a KernelBrain journal: it has no header line (an empty file, or a run killed before it "
+          "wrote one)",
+          quoted(p)));
+    auto names = shape_names(contents);
+    out.push_back({p, std::move(contents), std::move(names)});
+  }
+  return out;
+}
+
+std::vector<std::string> problem_names(std::vector<loaded_journal> const& journals) {
+  std::vector<std::string> problems;
+  for (auto const& j : journals)
+    if (std::find(problems.begin(), problems.end(), j.contents.header.problem) == problems.end())
+      problems.push_back(j.contents.header.problem);
+  return problems;
+}
+
+std::string default_title(std::vector<loaded_journal> const& journals) {
+  const auto problems = problem_names(journals);
+  std::string title = "KernelBrain report: ";
+  for (std::size_t i = 0; i < problems.size(); ++i) title += (i ? ", " : "") + problems[i];
+  return title;
+}
+
 std::vector<std::string> rung_names(std::string const& ladder) {
   std::vector<std::string> names;
   const std::string_view list = std::string_view(ladder).substr(0, ladder.find('/'));
@@ -644,4 +702,4 @@ json::object report_data(std::vector<loaded_journal> const& journals, std::strin
   return o;
 }
 
-}  // namespace kernelbrain::cli::report
+}  // namespace kernelbrain::report

@@ -12,9 +12,9 @@
 #include <string>
 #include <utility>
 #include <vector>
-#include "export.hpp"
+#include "kernelbrain/export/export.hpp"
 
-namespace kernelbrain::cli::exporting {
+namespace kernelbrain::exporting {
 
 namespace {
 
@@ -885,4 +885,4 @@ std::string capi_source(export_model const& m) {
   return fill(capi_template, values);
 }
 
-}  // namespace kernelbrain::cli::exporting
+}  // namespace kernelbrain::exporting

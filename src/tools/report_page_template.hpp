@@ -1,4 +1,4 @@
-// kernelbrain report: the page template (HTML, CSS and the script that draws the data). report.cpp fills
+// The report page's template (HTML, CSS and the script that draws the data). report_page.cpp fills
 // the @@KB_...@@ placeholders: TITLE (HTML-escaped), NONCE (the Content-Security-Policy nonce of the
 // page's scripts), CHARTJS (the inlined library, its "</script" escaped), CHARTJS_VERSION, and DATA
 // (report_data's JSON, escaped for a <script> element).
@@ -10,7 +10,7 @@
 #pragma once
 #include <string_view>
 
-namespace kernelbrain::cli::report {
+namespace kernelbrain::report {
 
 inline constexpr std::string_view page_template = R"KB_PAGE(<!DOCTYPE html>
 <html lang="en">
@@ -620,4 +620,4 @@ footer { color: var(--muted); font-size: 12px; padding: 0 28px 24px; }
 </html>
 )KB_PAGE";
 
-}  // namespace kernelbrain::cli::report
+}  // namespace kernelbrain::report

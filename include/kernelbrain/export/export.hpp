@@ -1,20 +1,26 @@
-// kernelbrain export: what the generators share. export.cpp finds the best kernel of each tuned shape (a
-// journal or a best.json), loads the problem and its export.json, resolves every launch plan at every tuned
-// shape and builds an export_model; export_cuda.cpp writes the standalone CUDA source, its C++ header, an
-// example and a Makefile from it; export_torch.cpp the PyTorch package. Nothing in the generated files is
-// evaluated at run time: sizes, launch configurations and workspace offsets are numbers fixed here.
+// Exporting tuned kernels (docs/export.md): the best kernel of each tuned shape of a journal or a best.json
+// as a standalone CUDA source with a C++ header, an example and a Makefile, and as a PyTorch package.
+// load_model finds the best kernel of each tuned shape, loads the problem and its export.json, resolves
+// every launch plan at every tuned shape and builds an export_model; cuda_files writes the standalone CUDA
+// files from it, torch_files the PyTorch package, package_files all of them with a README and a manifest.
+// Nothing in the generated files is evaluated at run time: sizes, launch configurations and workspace
+// offsets are numbers fixed here.
+//
+// Compiled into kernelbrain::tools (src/tools/export.cpp, export_cuda.cpp, export_torch.cpp): link it to
+// use these. What the input or the problem gets wrong is thrown as kernelbrain::error, with the message
+// `kernelbrain export` prints.
 #pragma once
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
-#include <kernelbrain/core/problem.hpp>
 #include <map>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
+#include "kernelbrain/core/problem.hpp"
 
-namespace kernelbrain::cli::exporting {
+namespace kernelbrain::exporting {
 
 /// A problem's export.json: what its kernels mean in PyTorch terms (problem.json has flat sizes only).
 struct description {
@@ -130,7 +136,28 @@ struct capability {
 [[nodiscard]] std::vector<generated_file> torch_files(export_model const& m, std::string const& cu_text,
                                                       std::string const& header_text);
 
+/// What to export: a journal (tune --journal) or a best.json (tune --best-out), and its problem.
+struct export_request {
+  std::string input;    ///< the file, as messages name it
+  std::string problem;  ///< a problem directory or a CUDA problem's name; "": best.json's problem_dir or
+                        ///< problem name, else the journal's problem name (looked up as tune does)
+};
+/// Reads the input and its problem, chooses the kernel of each tuned benchmark shape (the lowest median
+/// among the candidates that passed the top rung there) and resolves every launch plan.
+[[nodiscard]] export_model load_model(export_request const& request);
+/// Every file of the export: cuda_files, torch_files, README.md and manifest.json (sets m.build_id).
+[[nodiscard]] std::vector<generated_file> package_files(export_model& m);
+/// The export's README.md and manifest.json.
+[[nodiscard]] std::string readme(export_model const& m);
+[[nodiscard]] std::string manifest(export_model const& m);
+/// Writes the files under `to`: created when missing; an existing non-empty directory only with `force`,
+/// and then torch/<api>/ is emptied first (a stale library of an older export must not stay beside it).
+void write_package(std::filesystem::path const& to, std::vector<generated_file> const& files, std::string const& api,
+                   bool force);
+/// "1.23x", or "-" without one.
+[[nodiscard]] std::string speedup_text(std::optional<double> speedup);
+
 /// Replaces every @@KEY@@ of `text` with its value; throws kernelbrain::error for one left unreplaced.
 [[nodiscard]] std::string fill(std::string const& text, std::vector<std::pair<std::string, std::string>> const& values);
 
-}  // namespace kernelbrain::cli::exporting
+}  // namespace kernelbrain::exporting

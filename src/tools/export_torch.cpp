@@ -11,9 +11,9 @@
 #include <filesystem>
 #include <string>
 #include <vector>
-#include "export.hpp"
+#include "kernelbrain/export/export.hpp"
 
-namespace kernelbrain::cli::exporting {
+namespace kernelbrain::exporting {
 
 namespace {
 
@@ -576,4 +576,4 @@ std::vector<generated_file> torch_files(export_model const& m, std::string const
           {dir / "csrc" / "capi.cu", capi_source(m)}};
 }
 
-}  // namespace kernelbrain::cli::exporting
+}  // namespace kernelbrain::exporting
