@@ -175,11 +175,13 @@ inline bool is_index(std::string_view s) {
 }  // namespace detail::diag
 
 sm_resources sm_resources_for_arch(std::string_view arch) {
-  for (auto const& r : sm_resources_table)
-    if (r.arch == arch) return r;
-  for (auto const& r : sm_resources_table)
-    if (r.arch == "sm_90") return r;
-  return sm_resources{};
+  auto const* row = find_gpu_arch(arch);
+  if (!row) row = find_gpu_arch("sm_90");
+  if (!row) return sm_resources{};
+  auto const& sm = row->sm;
+  return sm_resources{row->arch,    row->compute_capability, sm.max_warps,    sm.max_blocks,
+                      sm.registers, sm.register_unit,        sm.shared_bytes, sm.reserved_smem_per_block,
+                      sm.count};
 }
 
 std::optional<occupancy_estimate> estimate_occupancy(launch_facts const& l, sm_resources const& sm) {
