@@ -52,7 +52,7 @@ Examples (repository root, on the GPU machine, after building kernelbrain_kernel
     python3 bench/side_by_side.py --prep build/h200/kernelbrain_kernel_prep --kernels-from-catalogue
     python3 bench/side_by_side.py --kernels best.json --export exported/softmax
 """
-# Measurement method: the worker's (src/cuda_worker.cpp, time(); docs/evaluation-plane.md), for
+# Measurement method: the worker's (src/cuda_worker/worker.cpp, time(); docs/evaluation-plane.md), for
 # eager, torch.compile and our kernel alike. Per sample: write a flush buffer of twice the device's
 # L2 (the worker's default flush_bytes; a fill with the sample's index, as cuMemsetD32Async), then
 # (our kernel only) poison the plan's scratch buffers, then a CUDA event, the call, an event, and a

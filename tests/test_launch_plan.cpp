@@ -15,7 +15,9 @@
 #include <cstdint>
 #include <cstdlib>
 #include <iterator>
+#include <kernelbrain/backends/cuda/arch_table.hpp>
 #include <kernelbrain/backends/cuda/detail/protocol.hpp>
+#include <kernelbrain/backends/cuda/diagnosis.hpp>
 #include <kernelbrain/backends/cuda/evaluator.hpp>
 #include <kernelbrain/backends/cuda/launch_plan.hpp>
 #include <kernelbrain/core/error.hpp>
@@ -1446,17 +1448,35 @@ TEST_CASE("launch plan device limits: one table with a row for each known archit
     char const* arch;
     int cc;
     std::int64_t smem, cluster;
+    int warps, blocks;           // per SM
+    std::int64_t shared_per_sm;  // the largest carve-out
+    int sms;                     // of the common part; 0 unknown
   };
   // Opt-in shared memory per block: shared memory per SM less the 1 KiB the driver reserves per block.
-  const expected rows[] = {{"sm_80", 80, 166912, 1},   {"sm_86", 86, 101376, 1},    {"sm_87", 87, 166912, 1},
-                           {"sm_89", 89, 101376, 1},   {"sm_90", 90, 232448, 8},    {"sm_90a", 90, 232448, 8},
-                           {"sm_100", 100, 232448, 8}, {"sm_100a", 100, 232448, 8}, {"sm_120", 120, 101376, 8}};
-  REQUIRE(std::size(arch_limits_table) == std::size(rows));
+  const expected rows[] = {
+      {"sm_80", 80, 166912, 1, 64, 32, 167936, 108}, {"sm_86", 86, 101376, 1, 48, 16, 102400, 0},
+      {"sm_87", 87, 166912, 1, 48, 16, 167936, 0},   {"sm_89", 89, 101376, 1, 48, 24, 102400, 0},
+      {"sm_90", 90, 232448, 8, 64, 32, 233472, 132}, {"sm_90a", 90, 232448, 8, 64, 32, 233472, 132},
+      {"sm_100", 100, 232448, 8, 64, 32, 233472, 0}, {"sm_100a", 100, 232448, 8, 64, 32, 233472, 0},
+      {"sm_120", 120, 101376, 8, 48, 32, 102400, 0}};
+  REQUIRE(std::size(gpu_arch_table) == std::size(rows));
   for (std::size_t i = 0; i < std::size(rows); ++i) {
     auto const& e = rows[i];
     INFO(e.arch);
-    CHECK(arch_limits_table[i].arch == e.arch);
-    CHECK(arch_limits_table[i].compute_capability == e.cc);
+    CHECK(gpu_arch_table[i].arch == e.arch);
+    CHECK(gpu_arch_table[i].compute_capability == e.cc);
+    CHECK(find_gpu_arch(e.arch) == &gpu_arch_table[i]);
+    // One SM, as the static occupancy reads it (diagnosis.hpp).
+    const auto sm = sm_resources_for_arch(e.arch);
+    CHECK(sm.arch == e.arch);
+    CHECK(sm.compute_capability == e.cc);
+    CHECK(sm.max_warps == e.warps);
+    CHECK(sm.max_blocks == e.blocks);
+    CHECK(sm.registers == 65536);
+    CHECK(sm.register_unit == 256);
+    CHECK(sm.shared_bytes == e.shared_per_sm);
+    CHECK(sm.reserved_shared == 1024);
+    CHECK(sm.sm_count == e.sms);
     const auto l = limits_for_arch(e.arch);
     CHECK(l.source == e.arch);
     CHECK(l.max_threads_per_block == 1024);
@@ -1624,7 +1644,7 @@ TEST_CASE("cuda worker: answers the device request, with the driver's limits or 
     // Where the device is an architecture the table knows, the table's row agrees with the driver.
     const std::string arch = "sm_" + std::to_string(d.cc_major) + std::to_string(d.cc_minor);
     bool known = false;
-    for (auto const& row : arch_limits_table) known = known || row.arch == arch;
+    for (auto const& row : gpu_arch_table) known = known || row.arch == arch;
     if (known) same_numbers(l, limits_for_arch(arch));
     CHECK(d.max_smem_per_block == 49152);  // the default without the opt-in
   }

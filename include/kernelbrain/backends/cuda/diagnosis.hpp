@@ -47,6 +47,7 @@
 #include <string>
 #include <string_view>
 #include <vector>
+#include "kernelbrain/backends/cuda/arch_table.hpp"
 #include "kernelbrain/config.hpp"
 #include "kernelbrain/core/diagnosis_tags.hpp"
 #include "kernelbrain/core/measurement.hpp"
@@ -116,8 +117,9 @@ inline constexpr double other_stall_share = 0.25;
 inline constexpr double math_pipe_share = 0.40;
 }  // namespace diagnosis_thresholds
 
-/// One SM's resources, for the occupancy calculation (CUDA C++ Programming Guide, table of technical
-/// specifications per compute capability; the driver reserves 1 KiB of shared memory per block).
+/// One SM's resources, for the occupancy calculation: an architecture's row of gpu_arch_table
+/// (arch_table.hpp: the CUDA C++ Programming Guide's table of technical specifications per compute
+/// capability; the driver reserves 1 KiB of shared memory per block), by sm_resources_for_arch.
 struct sm_resources {
   std::string_view arch;
   int compute_capability = 0;
@@ -130,19 +132,7 @@ struct sm_resources {
   int sm_count = 0;                     ///< SMs of the common part (H100/H200 SXM: 132); 0 unknown
 };
 
-inline constexpr sm_resources sm_resources_table[] = {
-    {"sm_80", 80, 64, 32, 65536, 256, 167936, 1024, 108},  // A100
-    {"sm_86", 86, 48, 16, 65536, 256, 102400, 1024, 0},
-    {"sm_87", 87, 48, 16, 65536, 256, 167936, 1024, 0},
-    {"sm_89", 89, 48, 24, 65536, 256, 102400, 1024, 0},
-    {"sm_90", 90, 64, 32, 65536, 256, 233472, 1024, 132},  // H100 / H200 SXM
-    {"sm_90a", 90, 64, 32, 65536, 256, 233472, 1024, 132},
-    {"sm_100", 100, 64, 32, 65536, 256, 233472, 1024, 0},
-    {"sm_100a", 100, 64, 32, 65536, 256, 233472, 1024, 0},
-    {"sm_120", 120, 48, 32, 65536, 256, 102400, 1024, 0},
-};
-
-/// The table's row for `arch`; sm_90's for an architecture it does not list.
+/// gpu_arch_table's row for `arch` (its SM facts); sm_90's for an architecture it does not list.
 [[nodiscard]] KERNELBRAIN_DECL sm_resources sm_resources_for_arch(std::string_view arch);
 
 /// One kernel launch as the static diagnosis sees it (the main launch of a plan: the one with the

@@ -16,6 +16,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include "kernelbrain/backends/cuda/arch_table.hpp"
 #include "kernelbrain/backends/cuda/cubin.hpp"
 #include "kernelbrain/backends/cuda/detail/protocol.hpp"
 #include "kernelbrain/config.hpp"
@@ -26,7 +27,7 @@ namespace kernelbrain {
 
 /// The device limits a plan is checked against. They come from the device where there is one (the
 /// CUDA worker asks the driver: detail::cuda_protocol::device_info, limits_for_device) and from
-/// arch_limits_table otherwise (limits_for_arch). A default-constructed value admits nothing.
+/// gpu_arch_table (arch_table.hpp) otherwise (limits_for_arch). A default-constructed value admits nothing.
 struct device_limits {
   std::string source;  ///< what the numbers describe, named in rejects: "sm_86", "NVIDIA H200 (sm_90)"
   std::int64_t max_threads_per_block = 0;    ///< x * y * z
@@ -38,49 +39,14 @@ struct device_limits {
   std::int64_t max_scratch_bytes = 0;        ///< KernelBrain's cap on a plan's scratch buffers, not the device's
 };
 
-/// Blocks per cluster that every architecture with clusters (sm_90 and later) guarantees.
-inline constexpr std::int64_t portable_cluster_size = 8;
 /// KernelBrain's cap on the scratch buffers of one plan (each, and all together): 64 GiB.
 inline constexpr std::int64_t max_scratch_bytes = std::int64_t{1} << 36;
-
-/// One row of arch_limits_table.
-struct arch_limits {
-  std::string_view arch;   ///< the NVRTC target (--gpu-architecture)
-  int compute_capability;  ///< 10 * major + minor
-  std::int64_t max_threads_per_block;
-  std::int64_t max_block[3];
-  std::int64_t max_grid[3];
-  std::int64_t max_smem_per_block;  ///< the opt-in maximum per block (the driver's MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
-  std::int64_t max_registers_per_block;
-  std::int64_t max_cluster;
-};
-
-/// The limits of each architecture KernelBrain knows, for when there is no device to ask: the one
-/// place these numbers are written. Sources: the CUDA C++ Programming Guide's table of technical
-/// specifications per compute capability, and NVIDIA's CCCL (libcudacxx cuda/__device/arch_traits.h:
-/// opt-in shared memory per block = shared memory per SM - 1 KiB reserved by the driver; 164 KiB per
-/// SM on 8.0 and 8.7, 100 KiB on 8.6, 8.9 and 12.0, 228 KiB on 9.0 and 10.0). Every listed
-/// architecture has 1024 threads per block, blocks up to 1024 x 1024 x 64, grids up to
-/// (2^31 - 1) x 65535 x 65535 and 64 K registers per block; clusters start at sm_90. An "a" target
-/// (sm_90a, sm_100a) runs on the same hardware as its base.
-inline constexpr arch_limits arch_limits_table[] = {
-    // arch     cc   threads  block              grid                          smem opt-in      registers  cluster
-    {"sm_80", 80, 1024, {1024, 1024, 64}, {2147483647, 65535, 65535}, 163 * 1024, 65536, 1},
-    {"sm_86", 86, 1024, {1024, 1024, 64}, {2147483647, 65535, 65535}, 99 * 1024, 65536, 1},
-    {"sm_87", 87, 1024, {1024, 1024, 64}, {2147483647, 65535, 65535}, 163 * 1024, 65536, 1},
-    {"sm_89", 89, 1024, {1024, 1024, 64}, {2147483647, 65535, 65535}, 99 * 1024, 65536, 1},
-    {"sm_90", 90, 1024, {1024, 1024, 64}, {2147483647, 65535, 65535}, 227 * 1024, 65536, portable_cluster_size},
-    {"sm_90a", 90, 1024, {1024, 1024, 64}, {2147483647, 65535, 65535}, 227 * 1024, 65536, portable_cluster_size},
-    {"sm_100", 100, 1024, {1024, 1024, 64}, {2147483647, 65535, 65535}, 227 * 1024, 65536, portable_cluster_size},
-    {"sm_100a", 100, 1024, {1024, 1024, 64}, {2147483647, 65535, 65535}, 227 * 1024, 65536, portable_cluster_size},
-    {"sm_120", 120, 1024, {1024, 1024, 64}, {2147483647, 65535, 65535}, 99 * 1024, 65536, portable_cluster_size},
-};
 
 /// The architecture a problem without an "arch" targets (problem.options; NVRTC's target too).
 inline constexpr std::string_view default_arch = "sm_90";
 
-/// The table's row for `arch` as device_limits (source: the arch's name). Throws kernelbrain::error
-/// naming the known architectures for any other.
+/// gpu_arch_table's row for `arch` (its launch limits) as device_limits (source: the arch's name). Throws
+/// kernelbrain::error naming the known architectures for any other.
 [[nodiscard]] KERNELBRAIN_DECL device_limits limits_for_arch(std::string_view arch);
 
 /// The limits plans are checked against: the device's where the worker found one (threads, block,

@@ -14,6 +14,7 @@
 #include <fstream>
 #include <map>
 #include <sstream>
+#include "kernelbrain/backends/cuda/arch_table.hpp"
 #include "kernelbrain/backends/cuda/cubin.hpp"
 #include "kernelbrain/core/error.hpp"
 
@@ -30,7 +31,9 @@ enum : std::uint8_t {
 };
 inline constexpr std::uint8_t sto_entry = 0x10;
 inline constexpr std::uint32_t sht_symtab = 2, sht_nobits = 8;
-inline constexpr int reserved_smem_sm90 = 1024;
+/// The shared memory per block the device reserves on sm_90, which ".nv.shared.<kernel>" counts there.
+inline constexpr std::uint64_t reserved_smem_sm90 =
+    static_cast<std::uint64_t>(find_gpu_arch("sm_90")->sm.reserved_smem_per_block);
 
 /// Bounds-checked little-endian reads from the image.
 class reader {

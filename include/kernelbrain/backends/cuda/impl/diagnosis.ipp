@@ -172,14 +172,318 @@ inline bool is_index(std::string_view s) {
   return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
 
+// ---- the profiled rules: ncu metrics -> tags, one row per tag ------------------------------------------
+
+namespace th = diagnosis_thresholds;
+namespace dn = diagnosis_names;
+
+struct profile_rule;
+
+/// What a rule sees: the values of its row's metrics (in[i]: the row's i-th metric; nullopt when
+/// missing or not finite), the shape's roofline position, and its row (threshold, words).
+struct rule_inputs {
+  std::map<std::string, double> const& metrics;
+  roofline_position const& roof;
+  profile_rule const& row;
+  std::optional<double> operator[](std::size_t i) const;
+};
+
+/// A rule that fires: the tag's value (rounded by tag()) and its detail.
+struct rule_finding {
+  double value;
+  std::string detail;
+};
+
+/// One rule that turns ncu metrics into a tag: the tag, the metrics it reads (a missing one skips
+/// the rule where the condition needs it), the threshold from diagnosis_thresholds its condition
+/// compares against (others it needs are named in it), words its message takes (where rows share a
+/// condition: stalls, coalescing), and the condition with the message (nullopt: no tag).
+struct profile_rule {
+  std::string_view tag;
+  std::string_view metrics[7];
+  double threshold;
+  std::string_view words;
+  std::optional<rule_finding> (*fire)(rule_inputs const& in);
+};
+
+inline std::optional<double> rule_inputs::operator[](std::size_t i) const { return get(metrics, row.metrics[i]); }
+
+/// Global load (or store) efficiency: the rows "uncoalesced loads" and "uncoalesced stores", whose
+/// metrics are the efficiency, sectors and requests of their op, and whose words say what was used.
+inline std::optional<rule_finding> coalescing(rule_inputs const& in) {
+  const auto eff = in[0], sectors = in[1], requests = in[2];
+  const std::string what(in.row.words);
+  const std::optional<double> spr =
+      sectors && requests && *requests > 0 ? std::optional<double>(*sectors / *requests) : std::nullopt;
+  const std::string per_request =
+      spr ? format("; %.1f sectors per request (4 is ideal for 4-byte words, 16 for 16-byte vectors)", *spr) : "";
+  // An efficiency of 0 with sectors moved: the SASS metric saw none of the loads that moved them (on the
+  // H200, kernels whose global traffic goes through cp.async or the cluster's shared memory read 0%):
+  // no evidence either way, so no tag.
+  if (eff && *eff <= 0 && sectors && *sectors > 0) return std::nullopt;
+  if (eff && (!sectors || *sectors > 0)) {
+    if (*eff < in.row.threshold)
+      return rule_finding{
+          *eff, format("only %.1f of each 32-byte sector %s used (%.1f%%)", 32 * *eff / 100, what.c_str(), *eff) +
+                    per_request + ": neighbouring threads touch different sectors"};
+  } else if (!eff && spr && *spr > th::max_coalesced_sectors_per_request) {
+    return rule_finding{400 / *spr, format("%.1f sectors per request (4 is ideal for 4-byte words, 16 for 16-byte "
+                                           "vectors; at 4-byte words %.1f%% of each sector %s used)",
+                                           *spr, 400 / *spr, what.c_str())};
+  }
+  return std::nullopt;
+}
+
+/// The launch's occupancy limits from ncu (the occupancy rows' metrics 0-5: theoretical occupancy,
+/// the register, shared-memory, block and warp limits, the block size): nullopt without the
+/// theoretical occupancy or any limit.
+struct profiled_limits {
+  double theo;
+  std::int64_t r, s, b, w, least;
+  std::string head;
+};
+inline std::optional<profiled_limits> occupancy_limits(rule_inputs const& in) {
+  const auto theo = in[0], lr = in[1], ls = in[2], lb = in[3], lw = in[4], block = in[5];
+  if (!theo || !(lr || ls || lb || lw)) return std::nullopt;
+  auto as_int = [](std::optional<double> v) { return v ? static_cast<std::int64_t>(std::llround(*v)) : -1; };
+  profiled_limits p{*theo, as_int(lr), as_int(ls), as_int(lb), as_int(lw), -1, {}};
+  for (auto v : {p.r, p.s, p.b, p.w})
+    if (v >= 0 && (p.least < 0 || v < p.least)) p.least = v;
+  p.head = format("theoretical occupancy %.1f%%%s: ", *theo,
+                  block ? format(" (blocks of %.0f threads)", *block).c_str() : "");
+  return p;
+}
+
+/// A stall reason's share of the cycles between a warp's issued instructions: the stall rows, whose
+/// metrics are the total and the reason's cycles per issued instruction, and whose words say what
+/// the warps wait for.
+inline std::optional<rule_finding> stall_share(rule_inputs const& in) {
+  const auto total = in[0], v = in[1];
+  if (!(total && *total > 0 && v)) return std::nullopt;
+  const double share = *v / *total;
+  if (!(share >= in.row.threshold)) return std::nullopt;
+  return rule_finding{100 * share, format("%.0f%% of warp cycles per issued instruction (%.1f of %.1f) %s", 100 * share,
+                                          *v, *total, std::string(in.row.words).c_str())};
+}
+
+inline constexpr std::string_view dram_pct = "dram__throughput.avg.pct_of_peak_sustained_elapsed";
+inline constexpr std::string_view sm_pct = "sm__throughput.avg.pct_of_peak_sustained_elapsed";
+inline constexpr std::string_view theoretical_pct = "sm__maximum_warps_per_active_cycle_pct";
+inline constexpr std::string_view warp_latency = "smsp__average_warp_latency_per_inst_issued.ratio";
+/// The profiled rules, one row per tag (diagnose_profile lists what fires in vocabulary order).
+inline constexpr profile_rule profile_rules[] = {
+    // Throughput against peak.
+    {dn::near_bandwidth,
+     {dram_pct, sm_pct},
+     th::dram_near_pct,
+     "",
+     [](rule_inputs const& in) -> std::optional<rule_finding> {
+       const auto dram = in[0], sm = in[1];
+       if (!(dram && *dram >= in.row.threshold)) return std::nullopt;
+       return rule_finding{
+           *dram, format("DRAM throughput %.0f%% of peak%s", *dram, sm ? format(" (SM %.0f%%)", *sm).c_str() : "")};
+     }},
+    {dn::compute_bound,
+     {dram_pct, sm_pct},
+     th::compute_bound_sm_pct,
+     "",
+     [](rule_inputs const& in) -> std::optional<rule_finding> {
+       const auto dram = in[0], sm = in[1];
+       if (!(dram && sm && *sm >= in.row.threshold && *dram < th::compute_bound_dram_pct)) return std::nullopt;
+       return rule_finding{
+           *sm, format("SM throughput %.0f%% of peak (its busiest pipe or L1) with DRAM at %.0f%%", *sm, *dram)};
+     }},
+    {dn::latency_bound,
+     {dram_pct, sm_pct},
+     th::latency_bound_pct,
+     "",
+     [](rule_inputs const& in) -> std::optional<rule_finding> {
+       const auto dram = in[0], sm = in[1];
+       if (!(dram && sm && *sm < in.row.threshold && *dram < in.row.threshold)) return std::nullopt;
+       return rule_finding{std::max(*sm, *dram),
+                           format("SM throughput %.0f%% and DRAM %.0f%% of peak: neither is busy, "
+                                  "warps wait (dependent memory accesses, too little parallelism)",
+                                  *sm, *dram)};
+     }},
+    // DRAM traffic against the minimum.
+    {dn::excess_memory_traffic,
+     {"dram__bytes_read.sum", "dram__bytes_write.sum"},
+     th::excess_traffic_ratio,
+     "",
+     [](rule_inputs const& in) -> std::optional<rule_finding> {
+       const auto rd = in[0], wr = in[1];
+       if (!((rd || wr) && in.roof.bytes > 0)) return std::nullopt;
+       const double bytes = rd.value_or(0) + wr.value_or(0);
+       const double ratio = bytes / in.roof.bytes;
+       if (!(ratio >= in.row.threshold)) return std::nullopt;
+       return rule_finding{
+           ratio, format("%s of DRAM traffic (%s read, %s written) for a minimum of %s: %.2fx (caches "
+                         "flushed before each profiled launch)",
+                         amount_text(bytes, "B").c_str(), amount_text(rd.value_or(0), "B").c_str(),
+                         amount_text(wr.value_or(0), "B").c_str(), amount_text(in.roof.bytes, "B").c_str(), ratio)};
+     }},
+    {dn::low_l2_hit_rate,
+     {"lts__t_sector_hit_rate.pct", "l1tex__t_sector_hit_rate.pct", "dram__bytes_read.sum", "dram__bytes_write.sum"},
+     th::low_l2_hit_pct,
+     "",
+     [](rule_inputs const& in) -> std::optional<rule_finding> {
+       // Only with excess memory traffic.
+       const auto l2 = in[0], l1 = in[1], rd = in[2], wr = in[3];
+       if (!((rd || wr) && in.roof.bytes > 0)) return std::nullopt;
+       const double ratio = (rd.value_or(0) + wr.value_or(0)) / in.roof.bytes;
+       if (!(ratio >= th::excess_traffic_ratio && l2 && *l2 < in.row.threshold)) return std::nullopt;
+       return rule_finding{
+           *l2, format("L2 hit rate %.0f%%%s while DRAM moves %.2fx the minimal bytes: data is fetched from DRAM again",
+                       *l2, l1 ? format(" (L1 %.0f%%)", *l1).c_str() : "", ratio)};
+     }},
+    // Coalescing of global loads and stores.
+    {dn::uncoalesced_loads,
+     {"smsp__sass_average_data_bytes_per_sector_mem_global_op_ld.pct", "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
+      "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"},
+     th::coalesced_pct,
+     "loaded is",
+     coalescing},
+    {dn::uncoalesced_stores,
+     {"smsp__sass_average_data_bytes_per_sector_mem_global_op_st.pct", "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum",
+      "l1tex__t_requests_pipe_lsu_mem_global_op_st.sum"},
+     th::coalesced_pct,
+     "stored is",
+     coalescing},
+    // Shared-memory bank conflicts.
+    {dn::bank_conflicts,
+     {"l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
+      "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum",
+      "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum", "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum"},
+     th::bank_conflict_fraction,
+     "",
+     [](rule_inputs const& in) -> std::optional<rule_finding> {
+       const auto cl = in[0], cs = in[1], wl = in[2], ws = in[3];
+       const double conflicts = cl.value_or(0) + cs.value_or(0), wavefronts = wl.value_or(0) + ws.value_or(0);
+       if (!((cl || cs) && wavefronts > 0 && conflicts / wavefronts >= in.row.threshold)) return std::nullopt;
+       const double share = std::min(1.0, conflicts / wavefronts);
+       const std::string ways = wavefronts > conflicts
+                                    ? format("%.2f-way on average", wavefronts / (wavefronts - conflicts))
+                                    : "every access";
+       return rule_finding{100 * share,
+                           format("%.0f%% of shared-memory wavefronts are bank-conflict replays (%s; %.3g of %.3g "
+                                  "wavefronts, loads %.3g, stores %.3g conflicts)",
+                                  100 * share, ways.c_str(), conflicts, wavefronts, cl.value_or(0), cs.value_or(0))};
+     }},
+    // Occupancy.
+    {dn::limited_by_registers,
+     {theoretical_pct, "launch__occupancy_limit_registers", "launch__occupancy_limit_shared_mem",
+      "launch__occupancy_limit_blocks", "launch__occupancy_limit_warps", "launch__block_size",
+      "launch__registers_per_thread"},
+     th::limited_occupancy,
+     "",
+     [](rule_inputs const& in) -> std::optional<rule_finding> {
+       const auto p = occupancy_limits(in);
+       if (!(p && p->theo / 100 < in.row.threshold && p->r == p->least)) return std::nullopt;
+       const auto regs = in[6];
+       return rule_finding{p->theo, p->head + limits_text("registers", p->r, p->r, p->s, p->b, p->w) +
+                                        (regs ? format("; %.0f registers per thread", *regs) : std::string{})};
+     }},
+    {dn::limited_by_shared_memory,
+     {theoretical_pct, "launch__occupancy_limit_registers", "launch__occupancy_limit_shared_mem",
+      "launch__occupancy_limit_blocks", "launch__occupancy_limit_warps", "launch__block_size"},
+     th::limited_occupancy,
+     "",
+     [](rule_inputs const& in) -> std::optional<rule_finding> {
+       const auto p = occupancy_limits(in);
+       if (!(p && p->theo / 100 < in.row.threshold && p->s == p->least)) return std::nullopt;
+       return rule_finding{p->theo, p->head + limits_text("shared memory", p->s, p->r, p->s, p->b, p->w)};
+     }},
+    {dn::limited_by_block_size,
+     {theoretical_pct, "launch__occupancy_limit_registers", "launch__occupancy_limit_shared_mem",
+      "launch__occupancy_limit_blocks", "launch__occupancy_limit_warps", "launch__block_size"},
+     th::limited_occupancy,
+     "",
+     [](rule_inputs const& in) -> std::optional<rule_finding> {
+       const auto p = occupancy_limits(in);
+       if (!(p && p->theo / 100 <= in.row.threshold && (p->b == p->least || p->w == p->least) && p->r != p->least &&
+             p->s != p->least))
+         return std::nullopt;
+       return rule_finding{p->theo, p->head + limits_text(p->b == p->least ? "the block limit" : "warps", p->least,
+                                                          p->r, p->s, p->b, p->w)};
+     }},
+    {dn::low_achieved_occupancy,
+     {theoretical_pct, "sm__warps_active.avg.pct_of_peak_sustained_active"},
+     th::achieved_over_theoretical,
+     "",
+     [](rule_inputs const& in) -> std::optional<rule_finding> {
+       const auto theo = in[0], ach = in[1];
+       if (!(theo && ach && *theo > 0 && *ach / *theo < in.row.threshold)) return std::nullopt;
+       return rule_finding{*ach, format("achieved occupancy %.1f%% against a theoretical %.1f%%: blocks finish "
+                                        "unevenly, or too few blocks per SM",
+                                        *ach, *theo)};
+     }},
+    // Grid and waves.
+    {dn::tail_effect,
+     {"launch__waves_per_multiprocessor", "launch__grid_size"},
+     th::tail_idle_fraction,
+     "",
+     [](rule_inputs const& in) -> std::optional<rule_finding> {
+       const auto waves = in[0], grid = in[1];
+       if (!(waves && *waves > 1)) return std::nullopt;
+       const double full = std::ceil(*waves);
+       if (!((full - *waves) / full >= in.row.threshold - 1e-9)) return std::nullopt;
+       return rule_finding{*waves, format("%.2f waves%s: the last wave fills %.0f%% of the GPU, about %.0f%% of SM "
+                                          "time idle",
+                                          *waves, grid ? format(" of %.0f blocks", *grid).c_str() : "",
+                                          100 * (*waves - (full - 1)), 100 * (full - *waves) / full)};
+     }},
+    {dn::small_grid,
+     {"launch__grid_size", "device__attribute_multiprocessor_count"},
+     0,
+     "",
+     [](rule_inputs const& in) -> std::optional<rule_finding> {
+       const auto grid = in[0], sms = in[1];
+       if (!(grid && sms && *grid < *sms)) return std::nullopt;
+       return rule_finding{*grid, format("%.0f blocks for %.0f SMs: %.0f SMs have no work", *grid, *sms, *sms - *grid)};
+     }},
+    // Stall reasons, as shares of the cycles between a warp's issued instructions.
+    {dn::long_scoreboard_stalls,
+     {warp_latency, "smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio"},
+     th::long_scoreboard_share,
+     "wait on global, local or texture memory results (L1TEX)",
+     stall_share},
+    {dn::barrier_stalls,
+     {warp_latency, "smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio"},
+     th::other_stall_share,
+     "wait at a barrier (__syncthreads)",
+     stall_share},
+    {dn::mio_throttle_stalls,
+     {warp_latency, "smsp__average_warps_issue_stalled_mio_throttle_per_issue_active.ratio"},
+     th::other_stall_share,
+     "wait for the MIO queue (shared memory, special math, shuffles)",
+     stall_share},
+    {dn::short_scoreboard_stalls,
+     {warp_latency, "smsp__average_warps_issue_stalled_short_scoreboard_per_issue_active.ratio"},
+     th::other_stall_share,
+     "wait on MIO results (shared-memory loads, special math)",
+     stall_share},
+    {dn::lg_throttle_stalls,
+     {warp_latency, "smsp__average_warps_issue_stalled_lg_throttle_per_issue_active.ratio"},
+     th::other_stall_share,
+     "wait for the LSU queue of global/local memory instructions",
+     stall_share},
+    {dn::math_pipe_stalls,
+     {warp_latency, "smsp__average_warps_issue_stalled_math_pipe_throttle_per_issue_active.ratio"},
+     th::math_pipe_share,
+     "wait for a busy math pipe",
+     stall_share},
+};
+
 }  // namespace detail::diag
 
 sm_resources sm_resources_for_arch(std::string_view arch) {
-  for (auto const& r : sm_resources_table)
-    if (r.arch == arch) return r;
-  for (auto const& r : sm_resources_table)
-    if (r.arch == "sm_90") return r;
-  return sm_resources{};
+  auto const* row = find_gpu_arch(arch);
+  if (!row) row = find_gpu_arch("sm_90");
+  if (!row) return sm_resources{};
+  auto const& sm = row->sm;
+  return sm_resources{row->arch,    row->compute_capability, sm.max_warps,    sm.max_blocks,
+                      sm.registers, sm.register_unit,        sm.shared_bytes, sm.reserved_smem_per_block,
+                      sm.count};
 }
 
 std::optional<occupancy_estimate> estimate_occupancy(launch_facts const& l, sm_resources const& sm) {
@@ -300,190 +604,10 @@ std::vector<diagnosis_tag> diagnose_static(resources const& res, sm_resources co
 }
 
 std::vector<diagnosis_tag> diagnose_profile(std::map<std::string, double> const& m, roofline_position const& roof) {
-  using namespace diagnosis_names;
-  namespace th = diagnosis_thresholds;
-  using detail::diag::format;
-  using detail::diag::get;
   std::vector<diagnosis_tag> out;
-
-  // Throughput against peak.
-  const auto dram = get(m, "dram__throughput.avg.pct_of_peak_sustained_elapsed");
-  const auto sm = get(m, "sm__throughput.avg.pct_of_peak_sustained_elapsed");
-  if (dram && *dram >= th::dram_near_pct)
-    out.push_back(detail::diag::tag(
-        near_bandwidth, *dram,
-        format("DRAM throughput %.0f%% of peak%s", *dram, sm ? format(" (SM %.0f%%)", *sm).c_str() : "")));
-  if (dram && sm && *sm >= th::compute_bound_sm_pct && *dram < th::compute_bound_dram_pct)
-    out.push_back(detail::diag::tag(
-        compute_bound, *sm,
-        format("SM throughput %.0f%% of peak (its busiest pipe or L1) with DRAM at %.0f%%", *sm, *dram)));
-  if (dram && sm && *sm < th::latency_bound_pct && *dram < th::latency_bound_pct)
-    out.push_back(detail::diag::tag(latency_bound, std::max(*sm, *dram),
-                                    format("SM throughput %.0f%% and DRAM %.0f%% of peak: neither is busy, warps "
-                                           "wait (dependent memory accesses, too little parallelism)",
-                                           *sm, *dram)));
-
-  // DRAM traffic against the minimum.
-  const auto rd = get(m, "dram__bytes_read.sum");
-  const auto wr = get(m, "dram__bytes_write.sum");
-  if ((rd || wr) && roof.bytes > 0) {
-    const double bytes = rd.value_or(0) + wr.value_or(0);
-    const double ratio = bytes / roof.bytes;
-    if (ratio >= th::excess_traffic_ratio) {
-      out.push_back(detail::diag::tag(
-          excess_memory_traffic, ratio,
-          format("%s of DRAM traffic (%s read, %s written) for a minimum of %s: %.2fx (caches flushed before "
-                 "each profiled launch)",
-                 detail::diag::amount_text(bytes, "B").c_str(), detail::diag::amount_text(rd.value_or(0), "B").c_str(),
-                 detail::diag::amount_text(wr.value_or(0), "B").c_str(),
-                 detail::diag::amount_text(roof.bytes, "B").c_str(), ratio)));
-      const auto l2 = get(m, "lts__t_sector_hit_rate.pct");
-      const auto l1 = get(m, "l1tex__t_sector_hit_rate.pct");
-      if (l2 && *l2 < th::low_l2_hit_pct)
-        out.push_back(detail::diag::tag(
-            low_l2_hit_rate, *l2,
-            format("L2 hit rate %.0f%%%s while DRAM moves %.2fx the minimal bytes: data is fetched from DRAM again",
-                   *l2, l1 ? format(" (L1 %.0f%%)", *l1).c_str() : "", ratio)));
-    }
-  }
-
-  // Coalescing of global loads and stores.
-  auto coalescing = [&](char const* op, std::string_view name, char const* what) {
-    const auto eff = get(m, std::string("smsp__sass_average_data_bytes_per_sector_mem_global_op_") + op + ".pct");
-    const auto sectors = get(m, std::string("l1tex__t_sectors_pipe_lsu_mem_global_op_") + op + ".sum");
-    const auto requests = get(m, std::string("l1tex__t_requests_pipe_lsu_mem_global_op_") + op + ".sum");
-    const std::optional<double> spr =
-        sectors && requests && *requests > 0 ? std::optional<double>(*sectors / *requests) : std::nullopt;
-    const std::string per_request =
-        spr ? format("; %.1f sectors per request (4 is ideal for 4-byte words, 16 for 16-byte vectors)", *spr) : "";
-    // An efficiency of 0 with sectors moved: the SASS metric saw none of the loads that moved them (on the
-    // H200, kernels whose global traffic goes through cp.async or the cluster's shared memory read 0%):
-    // no evidence either way, so no tag.
-    if (eff && *eff <= 0 && sectors && *sectors > 0) return;
-    if (eff && (!sectors || *sectors > 0)) {
-      if (*eff < th::coalesced_pct)
-        out.push_back(
-            detail::diag::tag(name, *eff,
-                              format("only %.1f of each 32-byte sector %s used (%.1f%%)", 32 * *eff / 100, what, *eff) +
-                                  per_request + ": neighbouring threads touch different sectors"));
-    } else if (!eff && spr && *spr > th::max_coalesced_sectors_per_request) {
-      out.push_back(detail::diag::tag(name, 400 / *spr,
-                                      format("%.1f sectors per request (4 is ideal for 4-byte words, 16 for 16-byte "
-                                             "vectors; at 4-byte words %.1f%% of each sector %s used)",
-                                             *spr, 400 / *spr, what)));
-    }
-  };
-  coalescing("ld", uncoalesced_loads, "loaded is");
-  coalescing("st", uncoalesced_stores, "stored is");
-
-  // Shared-memory bank conflicts.
-  {
-    const auto cl = get(m, "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum");
-    const auto cs = get(m, "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum");
-    const auto wl = get(m, "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum");
-    const auto ws = get(m, "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum");
-    const double conflicts = cl.value_or(0) + cs.value_or(0), wavefronts = wl.value_or(0) + ws.value_or(0);
-    if ((cl || cs) && wavefronts > 0 && conflicts / wavefronts >= th::bank_conflict_fraction) {
-      const double share = std::min(1.0, conflicts / wavefronts);
-      const std::string ways = wavefronts > conflicts
-                                   ? format("%.2f-way on average", wavefronts / (wavefronts - conflicts))
-                                   : "every access";
-      out.push_back(detail::diag::tag(
-          bank_conflicts, 100 * share,
-          format("%.0f%% of shared-memory wavefronts are bank-conflict replays (%s; %.3g of %.3g wavefronts, "
-                 "loads %.3g, stores %.3g conflicts)",
-                 100 * share, ways.c_str(), conflicts, wavefronts, cl.value_or(0), cs.value_or(0))));
-    }
-  }
-
-  // Occupancy.
-  const auto theo = get(m, "sm__maximum_warps_per_active_cycle_pct");
-  const auto ach = get(m, "sm__warps_active.avg.pct_of_peak_sustained_active");
-  {
-    const auto lr = get(m, "launch__occupancy_limit_registers");
-    const auto ls = get(m, "launch__occupancy_limit_shared_mem");
-    const auto lb = get(m, "launch__occupancy_limit_blocks");
-    const auto lw = get(m, "launch__occupancy_limit_warps");
-    if (theo && (lr || ls || lb || lw)) {
-      auto as_int = [](std::optional<double> v) { return v ? static_cast<std::int64_t>(std::llround(*v)) : -1; };
-      const std::int64_t r = as_int(lr), s = as_int(ls), b = as_int(lb), w = as_int(lw);
-      std::int64_t least = -1;
-      for (auto v : {r, s, b, w})
-        if (v >= 0 && (least < 0 || v < least)) least = v;
-      const auto regs = get(m, "launch__registers_per_thread");
-      const auto block = get(m, "launch__block_size");
-      const std::string head = format("theoretical occupancy %.1f%%%s: ", *theo,
-                                      block ? format(" (blocks of %.0f threads)", *block).c_str() : "");
-      const double frac = *theo / 100;
-      if (frac < th::limited_occupancy && r == least)
-        out.push_back(detail::diag::tag(limited_by_registers, *theo,
-                                        head + detail::diag::limits_text("registers", r, r, s, b, w) +
-                                            (regs ? format("; %.0f registers per thread", *regs) : std::string{})));
-      if (frac < th::limited_occupancy && s == least)
-        out.push_back(detail::diag::tag(limited_by_shared_memory, *theo,
-                                        head + detail::diag::limits_text("shared memory", s, r, s, b, w)));
-      if (frac <= th::limited_occupancy && (b == least || w == least) && r != least && s != least)
-        out.push_back(detail::diag::tag(
-            limited_by_block_size, *theo,
-            head + detail::diag::limits_text(b == least ? "the block limit" : "warps", least, r, s, b, w)));
-    }
-    if (theo && ach && *theo > 0 && *ach / *theo < th::achieved_over_theoretical)
-      out.push_back(detail::diag::tag(
-          low_achieved_occupancy, *ach,
-          format("achieved occupancy %.1f%% against a theoretical %.1f%%: blocks finish unevenly, or too few blocks "
-                 "per SM",
-                 *ach, *theo)));
-  }
-
-  // Grid and waves.
-  {
-    const auto grid = get(m, "launch__grid_size");
-    const auto sms = get(m, "device__attribute_multiprocessor_count");
-    const auto waves = get(m, "launch__waves_per_multiprocessor");
-    if (waves && *waves > 1) {
-      const double full = std::ceil(*waves);
-      if ((full - *waves) / full >= th::tail_idle_fraction - 1e-9)
-        out.push_back(detail::diag::tag(
-            tail_effect, *waves,
-            format("%.2f waves%s: the last wave fills %.0f%% of the GPU, about %.0f%% of SM time idle", *waves,
-                   grid ? format(" of %.0f blocks", *grid).c_str() : "", 100 * (*waves - (full - 1)),
-                   100 * (full - *waves) / full)));
-    }
-    if (grid && sms && *grid < *sms)
-      out.push_back(detail::diag::tag(
-          small_grid, *grid, format("%.0f blocks for %.0f SMs: %.0f SMs have no work", *grid, *sms, *sms - *grid)));
-  }
-
-  // Stall reasons, as shares of the cycles between a warp's issued instructions.
-  if (const auto total = get(m, "smsp__average_warp_latency_per_inst_issued.ratio"); total && *total > 0) {
-    struct reason {
-      char const* metric;
-      std::string_view name;
-      double share;
-      char const* what;
-    };
-    const reason reasons[] = {
-        {"long_scoreboard", long_scoreboard_stalls, th::long_scoreboard_share,
-         "wait on global, local or texture memory results (L1TEX)"},
-        {"barrier", barrier_stalls, th::other_stall_share, "wait at a barrier (__syncthreads)"},
-        {"mio_throttle", mio_throttle_stalls, th::other_stall_share,
-         "wait for the MIO queue (shared memory, special math, shuffles)"},
-        {"short_scoreboard", short_scoreboard_stalls, th::other_stall_share,
-         "wait on MIO results (shared-memory loads, special math)"},
-        {"lg_throttle", lg_throttle_stalls, th::other_stall_share,
-         "wait for the LSU queue of global/local memory instructions"},
-        {"math_pipe_throttle", math_pipe_stalls, th::math_pipe_share, "wait for a busy math pipe"},
-    };
-    for (auto const& r : reasons) {
-      const auto v = get(m, std::string("smsp__average_warps_issue_stalled_") + r.metric + "_per_issue_active.ratio");
-      if (!v) continue;
-      const double share = *v / *total;
-      if (share >= r.share)
-        out.push_back(detail::diag::tag(
-            r.name, 100 * share,
-            format("%.0f%% of warp cycles per issued instruction (%.1f of %.1f) %s", 100 * share, *v, *total, r.what)));
-    }
-  }
+  for (auto const& row : detail::diag::profile_rules)
+    if (auto f = row.fire(detail::diag::rule_inputs{m, roof, row}))
+      out.push_back(detail::diag::tag(row.tag, f->value, std::move(f->detail)));
   detail::diag::sort_by_vocabulary(out);
   return out;
 }

@@ -316,31 +316,31 @@ class resolver {
   std::vector<scratch_entry> scratch_;
 };
 
-inline constexpr int max_registers_per_thread = 255;           ///< every architecture in arch_limits_table
+inline constexpr int max_registers_per_thread = 255;           ///< every architecture in gpu_arch_table
 inline constexpr std::int64_t register_allocation_unit = 256;  ///< registers per warp are allocated in these
 
 }  // namespace detail::launch_plan
 
 device_limits limits_for_arch(std::string_view arch) {
-  for (auto const& row : arch_limits_table)
-    if (row.arch == arch) {
-      device_limits l;
-      l.source = std::string(row.arch);
-      l.max_threads_per_block = row.max_threads_per_block;
-      for (int d = 0; d < 3; ++d) {
-        l.max_block[d] = row.max_block[d];
-        l.max_grid[d] = row.max_grid[d];
-      }
-      l.max_smem_per_block = row.max_smem_per_block;
-      l.max_registers_per_block = row.max_registers_per_block;
-      l.max_cluster = row.max_cluster;
-      l.max_scratch_bytes = kernelbrain::max_scratch_bytes;
-      return l;
+  if (auto const* row = find_gpu_arch(arch)) {
+    auto const& limits = row->launch;
+    device_limits l;
+    l.source = std::string(row->arch);
+    l.max_threads_per_block = limits.max_threads_per_block;
+    for (int d = 0; d < 3; ++d) {
+      l.max_block[d] = limits.max_block[d];
+      l.max_grid[d] = limits.max_grid[d];
     }
+    l.max_smem_per_block = limits.max_smem_per_block;
+    l.max_registers_per_block = limits.max_registers_per_block;
+    l.max_cluster = limits.max_cluster;
+    l.max_scratch_bytes = kernelbrain::max_scratch_bytes;
+    return l;
+  }
   std::string known;
-  for (auto const& row : arch_limits_table) known += (known.empty() ? "" : ", ") + std::string(row.arch);
+  for (auto const& row : gpu_arch_table) known += (known.empty() ? "" : ", ") + std::string(row.arch);
   throw error("unknown GPU architecture '" + detail::launch_plan::shown(arch) +
-              "': the device-limits table (kernelbrain/backends/cuda/launch_plan.hpp) knows " + known);
+              "': the device-limits table (kernelbrain/backends/cuda/arch_table.hpp) knows " + known);
 }
 
 device_limits limits_for_device(detail::cuda_protocol::device_info const& device, std::string_view arch) {
