@@ -45,7 +45,9 @@ struct instant_evaluator final : kb::evaluator {
     return m;
   }
   kb::baseline measure_baseline(kb::problem const& p) override {
-    return kb::baseline{std::vector<double>(p.shapes.size(), 2e-3), {}, {}};
+    kb::baseline b;
+    b.seconds.assign(p.shapes.size(), 2e-3);
+    return b;
   }
   double take_device_seconds() override { return 1e-3; }
 };

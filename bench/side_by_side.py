@@ -511,8 +511,8 @@ def load_exports(dirs):
         for n in names:
             mod = importlib.import_module(n)
             problem = n[3:]
-            with open(os.path.join(PROBLEMS_DIR, problem, "export.json")) as f:
-                attributes = json.load(f).get("attributes", {})
+            with open(os.path.join(PROBLEMS_DIR, problem, "problem.json")) as f:
+                attributes = json.load(f)["pytorch"].get("attributes", {})
             print("export: %s from %s, library %s" % (n, mod.__file__, mod.build()), file=sys.stderr, flush=True)
             out[problem] = (mod, attributes)
     return out

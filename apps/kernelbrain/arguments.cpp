@@ -245,6 +245,9 @@ tune_arguments::tune_arguments(CLI::App& cmd) : cmd_(&cmd) {
   cmd.add_option("--wall", wall_, "also stop after this much wall-clock time")
       ->type_name("SECONDS")
       ->check(checked_by(parse_wall_seconds));
+  cmd.add_flag("--no-pytorch", no_pytorch_,
+               "do not time PyTorch eager and torch.compile beside the reference (by default\n"
+               "the CUDA backend does, with $KERNELBRAIN_PYTHON or python3 when it has torch)");
   cmd.add_option("--best-out", best_out_,
                  "write the best kernel of each shape (source, launch plan, params, family,\n"
                  "problem directory) as JSON, the format bench/side_by_side.py --kernels reads")
@@ -326,6 +329,7 @@ tune_options tune_arguments::finish() const {
   o.workers_per_device = static_cast<unsigned>(parse_count(workers_per_device_, "2"));
   o.in_flight = static_cast<std::size_t>(parse_count(in_flight_, "8"));
   o.mpi = mpi_;
+  o.pytorch = !no_pytorch_;
   o.mpi_lost_after = parse_wall_seconds(mpi_lost_after_);
   return o;
 }

@@ -5,6 +5,7 @@
 // e.g. "--budget: '300' has no unit: ..."). The same functions back the CLI11 validators, so a value
 // that passed its check converts without error after parsing.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <filesystem>
 #include <kernelbrain/search.hpp>
@@ -93,6 +94,12 @@ struct tune_options {
   std::size_t in_flight = 4;        ///< --in-flight: search_options::max_in_flight
   bool mpi = false;                 ///< --mpi: one search over every rank of an MPI job
   double mpi_lost_after = 60;       ///< --mpi-lost-after: seconds of silence before a rank is given up
+  bool pytorch = true;              ///< time PyTorch beside the reference where the backend can (--no-pytorch: off)
+  /// Seconds the PyTorch measurement may take: 600, or under --wall a third of it (at least 5), so that
+  /// the wall limit holds with the search still getting most of it.
+  [[nodiscard]] double pytorch_timeout() const {
+    return limits.wall_seconds > 0 ? std::min(600.0, std::max(5.0, limits.wall_seconds / 3)) : 600.0;
+  }
 };
 
 /// "0,1" or "all" (empty: every visible device); entries as CUDA_VISIBLE_DEVICES takes them.
@@ -112,7 +119,7 @@ class tune_arguments {
   std::string problem_, backend_, strategy_ = "default", budget_, journal_, wall_, best_out_, focus_;
   std::string seed_ = "1", slow_eval_ms_ = "0";
   std::string devices_ = "all", workers_per_device_ = "1", in_flight_ = "4", mpi_lost_after_ = "60";
-  bool resume_ = false, mpi_ = false;
+  bool resume_ = false, mpi_ = false, no_pytorch_ = false;
   CLI::App* cmd_;
   std::unique_ptr<model_arguments> model_;  ///< made last: its options take the defaults set first
   CLI::Option* progress_option_ = nullptr;

@@ -53,6 +53,7 @@ struct eval_options {
   std::string plan;       ///< cuda: the launch plan's JSON file, when the candidate is bare source
   std::string backend;    ///< "" = the problem's
   std::uint64_t seed = 1;
+  bool no_pytorch = false;  ///< --no-pytorch: do not time PyTorch beside the reference
 };
 int run_eval(eval_options const& options);
 
@@ -101,7 +102,8 @@ int run_ablate(ablate_options const& options);
 void add_builtin_problem_roots();
 [[nodiscard]] std::unique_ptr<evaluator> make_backend_evaluator(problem const& prob, std::string const& backend,
                                                                 std::string const& device = {}, std::any context = {},
-                                                                bool recording = false);
+                                                                bool recording = false, bool pytorch = false,
+                                                                double pytorch_timeout = 600);
 
 /// report: one self-contained HTML page (plots, lineage, candidates, best source) from journals (report.cpp).
 [[nodiscard]] subcommand register_report(CLI::App& app);

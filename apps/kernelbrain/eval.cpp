@@ -76,6 +76,9 @@ subcommand register_eval(CLI::App& app) {
   cmd->add_option("--plan", o->plan, "CUDA: the launch plan (JSON) for a bare source file")->type_name("FILE");
   cmd->add_option("--backend", o->backend, "host or cuda (default: the problem's)")->type_name("NAME");
   cmd->add_option("--seed", o->seed, "seed of the fresh inputs (default 1)")->type_name("N");
+  cmd->add_flag("--no-pytorch", o->no_pytorch,
+                "do not time PyTorch eager and torch.compile beside the reference (by default the\n"
+                "CUDA backend does, with $KERNELBRAIN_PYTHON or python3 when it has torch)");
   cmd->footer(
       "Exit status: 0 the candidate passed, 3 it was rejected (the verdict says at which stage and why),\n"
       "2 a usage error (a missing file, a reply without code, a problem for another backend).");
@@ -86,7 +89,7 @@ int run_eval(eval_options const& o) {
   const auto prob = load_problem(problem_directory(o.problem, o.backend));
   const std::string backend = problem_backend(prob, o.backend, "eval");
   const auto cand = read_candidate(o, backend);
-  auto ev = make_backend_evaluator(prob, backend);
+  auto ev = make_backend_evaluator(prob, backend, {}, {}, false, !o.no_pytorch);
   fmt::print("kernelbrain eval {} (backend {}): {}\n", prob.name, backend, o.candidate);
   if (auto iso = backends().isolation(backend); !iso.empty()) fmt::print("  sandbox          {}\n", iso);
   std::fflush(stdout);
@@ -112,8 +115,14 @@ int run_eval(eval_options const& o) {
   print_verdict("verdict", m.result);
   fmt::print("  {:<16} {} ({} shapes, {} samples)\n", "rung", top.name, top.shapes.size(), top.samples);
   fmt::print("  {:<16} {:.3f}\n", "device seconds", m.device_seconds);
-  if (!m.timings.empty()) print_shape_table(prob, m.timings, base.seconds, "candidate");
-  if (m.result.passed()) fmt::print("\n  {:<16} {:.3f}x\n", "speedup", speedup_scorer{}.score(m, base).speedup);
+  auto const* torch = base.pytorch ? &*base.pytorch : nullptr;
+  if (!m.timings.empty()) print_shape_table(prob, m.timings, base.seconds, "candidate", torch);
+  if (m.result.passed()) {
+    fmt::print("\n  {:<16} {:.3f}x over the reference\n", "speedup", speedup_scorer{}.score(m, base).speedup);
+    print_pytorch_rows(torch, prob, m.timings);
+  } else if (torch && !torch->measured()) {
+    print_pytorch_rows(torch, prob, m.timings);
+  }
   if (!m.diagnosis.empty()) fmt::print("\n  diagnosis\n    {}\n", m.diagnosis);
   std::fflush(stdout);
   return m.result.passed() ? exit_ok : exit_rejected;

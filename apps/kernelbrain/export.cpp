@@ -21,8 +21,8 @@ constexpr char const* export_footer =
     R"(INPUT is a journal (kernelbrain tune --journal) or a best.json (kernelbrain tune --best-out). For each
 benchmark shape (not the smoke/odd/wide correctness shapes) the exported kernel is the one with the lowest
 median time among the candidates that passed the top rung there. The problem comes from --problem, else
-best.json's problem_dir or problem name, else the journal's problem name; only CUDA problems with an
-export.json (examples/cuda_problems/*/export.json) can be exported.
+best.json's problem_dir or problem name, else the journal's problem name; only CUDA problems that
+declare their PyTorch computation (problem.json's "pytorch", docs/problem-format.md) can be exported.
 
 Writes DIR/cuda/<problem>.cu and .h (standalone CUDA + C++ API), DIR/cuda/example.cpp and Makefile,
 DIR/torch/kb_<problem>/ (a PyTorch package, forward only, falling back to PyTorch for untuned calls),

@@ -29,8 +29,11 @@ class slowed_evaluator final : public forwarding_evaluator {
 }  // namespace
 
 std::unique_ptr<evaluator> make_backend_evaluator(problem const& prob, std::string const& backend,
-                                                  std::string const& device, std::any context, bool recording) {
+                                                  std::string const& device, std::any context, bool recording,
+                                                  bool pytorch, double pytorch_timeout) {
   backend_request req;
+  req.pytorch = pytorch;
+  req.pytorch_timeout = pytorch_timeout;
   req.prob = &prob;
   req.device = device;
   req.context = std::move(context);
@@ -59,7 +62,8 @@ local_pool make_local_pool(problem const& prob, std::string const& backend, tune
     const std::string key = backends().device_key(backend, d);
     const std::string name = key == "cpu" ? backend : key;
     for (unsigned w = 0; w < workers; ++w) {
-      local.backends.push_back(make_backend_evaluator(prob, backend, d, context));
+      local.backends.push_back(
+          make_backend_evaluator(prob, backend, d, context, false, o.pytorch, o.pytorch_timeout()));
       evaluator* e = local.backends.back().get();
       if (o.slow_eval_ms > 0) {
         local.wrappers.push_back(std::make_unique<slowed_evaluator>(*e, std::chrono::milliseconds(o.slow_eval_ms)));

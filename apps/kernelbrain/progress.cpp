@@ -69,7 +69,39 @@ void row(std::string_view name, std::string_view value) { fmt::print("  {:<16} {
 
 std::string fixed(double v, int digits) { return fmt::format("{:.{}f}", v, digits); }
 
+/// "1.31x (0.92x-1.84x over 4 shapes; slower at 1)" for one side of a comparison with PyTorch.
+std::string ratio_text(pytorch_comparison::side const& s) {
+  if (s.shapes == 0) return "not measured";
+  std::string out = fmt::format("{:.2f}x", s.geomean);
+  if (s.shapes > 1) out += fmt::format(" (geometric mean of {} shapes, {:.2f}x to {:.2f}x)", s.shapes, s.min, s.max);
+  if (s.slower > 0)
+    out += s.slower == s.shapes ? std::string(": slower than PyTorch")
+                                : fmt::format(": slower at {} of {} shapes", s.slower, s.shapes);
+  if (s.out_of_tolerance) out += " (PyTorch failed the problem's tolerance)";
+  return out;
+}
+
+std::vector<std::pair<std::string, double>> kernel_times(problem const& p, std::span<shape_timing const> timings) {
+  std::vector<std::pair<std::string, double>> out;
+  for (auto const& t : timings) out.emplace_back(p.shapes[t.shape].name, t.stats.median);
+  return out;
+}
+
 }  // namespace
+
+void print_pytorch_rows(pytorch_timing const* pt, problem const& p, std::span<shape_timing const> timings) {
+  if (!pt) return;
+  if (!pt->measured()) {
+    row("vs PyTorch", "not measured: " + pt->why);
+    return;
+  }
+  const auto c = compare_with_pytorch(*pt, kernel_times(p, timings));
+  row("vs PyTorch eager", ratio_text(c.eager));
+  row("vs torch.compile", ratio_text(c.compile));
+  row("  PyTorch", fmt::format("torch {} (CUDA {}, driver {}) on {}, {} samples a shape, {:.1f} device s{}",
+                               pt->torch_version, pt->cuda_version.empty() ? "-" : pt->cuda_version, pt->driver_version,
+                               pt->device, pt->samples, pt->device_seconds, pt->why.empty() ? "" : "; " + pt->why));
+}
 
 void print_summary(run_description const& run, search_result const& r, progress_line const& progress,
                    std::span<rung const> rungs, jsonl_journal const* journal) {
@@ -108,25 +140,47 @@ void print_summary(run_description const& run, search_result const& r, progress_
     row("  rung", r.best_rung < rungs.size() ? fmt::format("{} ({})", r.best_rung, rungs[r.best_rung].name)
                                              : std::to_string(r.best_rung));
     row("  speedup", fixed(r.best_score->speedup, 3) + "x over the reference");
+    if (auto const& m = r.best->results[r.best_rung]; m && r.reference.pytorch)
+      print_pytorch_rows(&*r.reference.pytorch, *run.prob, m->timings);
     // Every digit: runs that should be identical (a resumed one and an uninterrupted one) compare exactly.
     row("  score", fmt::format("{:.17g}", r.best_score->value));
   } else {
     row("best candidate", "none passed");
+    if (r.reference.pytorch && !r.reference.pytorch->measured())
+      row("vs PyTorch", "not measured: " + r.reference.pytorch->why);
   }
   if (journal) row("journal", journal->path().string() + (journal->resumed() ? " (resumed)" : ""));
   std::fflush(stdout);
 }
 
 void print_shape_table(problem const& p, std::span<shape_timing const> timings, std::span<double const> reference,
-                       std::string_view column) {
-  fmt::print("\n  {:<14} {:>14} {:>14} {:>9} {:>12}\n", "shape", "reference", column, "speedup", "% of floor");
+                       std::string_view column, pytorch_timing const* pytorch) {
+  const bool torch = pytorch && pytorch->measured();
+  fmt::print("\n  {:<14} {:>14} {:>14} {:>9} {:>12}", "shape", "reference", column, "speedup", "% of floor");
+  if (torch) fmt::print(" {:>12} {:>12} {:>9} {:>10}", "eager", "compile", "vs eager", "vs compile");
+  fmt::print("\n");
+  auto ms = [](double s) { return s > 0 ? fmt::format("{:9.3f} ms", s * 1e3) : std::string("-"); };
+  auto ratio = [](double theirs, double mine) {
+    return theirs > 0 && mine > 0 ? fmt::format("{:.2f}x", theirs / mine) : std::string("-");
+  };
   for (auto const& t : timings) {
     auto const& sh = p.shapes[t.shape];
     const double ref = reference[t.shape], mine = t.stats.median;
     const double floor = p.machine.floor_seconds(sh);
-    fmt::print("  {:<14} {:11.3f} ms {:11.3f} ms {:8.2f}x {:>11}\n", sh.name, ref * 1e3, mine * 1e3, ref / mine,
+    fmt::print("  {:<14} {:11.3f} ms {:11.3f} ms {:8.2f}x {:>11}", sh.name, ref * 1e3, mine * 1e3, ref / mine,
                floor > 0 ? fixed(100.0 * floor / mine, 1) + "%" : std::string("-"));
+    if (torch) {
+      auto const* s = pytorch->find(sh.name);
+      const double e = s ? s->eager_seconds : 0, c = s ? s->compile_seconds : 0;
+      fmt::print(" {:>12} {:>12} {:>9} {:>10}", ms(e), ms(c), ratio(e, mine), ratio(c, mine));
+    }
+    fmt::print("\n");
   }
+  if (torch)
+    fmt::print(
+        "  (eager, compile: PyTorch's medians on the same device, timed like the kernels; vs: their time / the "
+        "{}'s, above 1x the {} is faster; \"-\": a correctness shape, not timed)\n",
+        column, column);
   std::fflush(stdout);
 }
 
@@ -134,7 +188,7 @@ void print_shapes(problem const& p, search_result const& r) {
   if (!r.best) return;
   auto const& m = r.best->results[r.best_rung];
   if (!m) return;
-  print_shape_table(p, m->timings, r.reference.seconds, "best");
+  print_shape_table(p, m->timings, r.reference.seconds, "best", r.reference.pytorch ? &*r.reference.pytorch : nullptr);
 }
 
 }  // namespace kernelbrain::cli

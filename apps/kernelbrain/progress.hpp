@@ -59,8 +59,9 @@ struct run_description {
   std::string strategy;  ///< canonical text, as the journal records it
   std::uint64_t seed = 0;
   std::string budget_text;
-  std::string backend_note;  ///< one line from the backend (e.g. CUDA compiles and worker starts); may be empty
-  std::string model;         ///< what answers prompts (empty: no model)
+  std::string backend_note;       ///< one line from the backend (e.g. CUDA compiles and worker starts); may be empty
+  std::string model;              ///< what answers prompts (empty: no model)
+  problem const* prob = nullptr;  ///< the problem searched (shape names for the PyTorch comparison)
 };
 
 /// The end-of-run summary table on stdout.
@@ -69,8 +70,14 @@ void print_summary(run_description const& run, search_result const& r, progress_
 
 /// One row per timing: the reference's median (`reference`, by problem shape), the `column` kernel's,
 /// the speedup and the share of the shape's roofline floor.
+/// With `pytorch` measured, also PyTorch eager's and torch.compile's medians and the kernel's speed-up
+/// over each.
 void print_shape_table(problem const& p, std::span<shape_timing const> timings, std::span<double const> reference,
-                       std::string_view column);
+                       std::string_view column, pytorch_timing const* pytorch = nullptr);
+
+/// The summary's rows on PyTorch: the speed-up of `timings` over eager and torch.compile (geometric mean,
+/// range, where it loses) and what PyTorch was measured with; or why it was not measured.
+void print_pytorch_rows(pytorch_timing const* pytorch, problem const& p, std::span<shape_timing const> timings);
 
 /// Per-shape times of the incumbent against the reference, at the incumbent's best rung (nothing when
 /// no candidate passed).

@@ -42,8 +42,11 @@ namespace fs = std::filesystem;
 struct report_options {
   std::vector<std::string> journals;
   std::string output;
-  std::string chartjs;  ///< "" = $KERNELBRAIN_CHARTJS, else Debian's
-  std::string title;    ///< "" = from the problems
+  std::string chartjs;             ///< "" = $KERNELBRAIN_CHARTJS, else Debian's
+  std::string title;               ///< "" = from the problems
+  bool markdown = false;           ///< --markdown: the per-shape tables as Markdown instead of the page
+  std::string over = "reference";  ///< --over: what the progress curves are a speed-up over
+  std::string command_line;        ///< as typed, for the Markdown's "made by" line
 };
 
 constexpr std::string_view debian_chartjs = "/usr/share/javascript/chart.js/chart.min.js";
@@ -100,6 +103,22 @@ void write_file(fs::path const& out, std::string const& text) {
 
 int run_report(report_options const& o) {
   const fs::path out(o.output);
+  if (o.markdown) {
+    if (o.output != "-") check_output(out);
+    const auto journals = report::read_journals(o.journals);
+    const auto data = report::report_data(journals, o.title.empty() ? report::default_title(journals) : o.title,
+                                          utc_now(), "", o.over);
+    const auto md = report::markdown_tables(data, o.command_line);
+    if (o.output == "-") {
+      fmt::print("{}", md);
+    } else {
+      write_file(out, md);
+      fmt::print("wrote {} ({} journal{}, Markdown tables)\n", out.string(), journals.size(),
+                 journals.size() == 1 ? "" : "s");
+    }
+    std::fflush(stdout);
+    return exit_ok;
+  }
   check_output(out);
   const auto chart_file = chartjs_path(o);
   report::page_inputs page_in;
@@ -109,6 +128,7 @@ int run_report(report_options const& o) {
   page_in.title = o.title.empty() ? report::default_title(journals) : o.title;
   page_in.generated = utc_now();
   page_in.nonce = report::new_nonce();
+  page_in.over = o.over;
   const std::string page = report::html_page(journals, page_in);
   write_file(out, page);
   fmt::print("wrote {} ({} journal{}, {} problem{}, {:.0f} KiB; Chart.js {} from {})\n", out.string(), journals.size(),
@@ -128,7 +148,17 @@ subcommand register_report(CLI::App& app) {
                   "journals (tune --journal); several seeds of a strategy make a band, several problems a section each")
       ->required()
       ->type_name("JOURNAL");
-  cmd->add_option("-o,--output", o->output, "the HTML file to write")->required()->type_name("FILE");
+  cmd->add_option("-o,--output", o->output, "the HTML file to write (with --markdown: the Markdown file, - for stdout)")
+      ->required()
+      ->type_name("FILE");
+  cmd->add_flag("--markdown", o->markdown,
+                "write the per-problem, per-shape tables (best kernel against the reference,\n"
+                "PyTorch eager and torch.compile, % of the roofline floor) as Markdown");
+  cmd->add_option("--over", o->over,
+                  "what the progress curves are a speed-up over: reference (default), eager or\n"
+                  "compile (PyTorch's, from the journals' PyTorch measurement)")
+      ->type_name("BASELINE")
+      ->check(CLI::IsMember({"reference", "eager", "compile"}));
   cmd->add_option("--chartjs", o->chartjs,
                   fmt::format("Chart.js UMD build to inline (default $KERNELBRAIN_CHARTJS, else {})", debian_chartjs))
       ->type_name("FILE");
@@ -138,7 +168,15 @@ subcommand register_report(CLI::App& app) {
   kernelbrain tune synthetic --budget 60evals --seed 2 --journal s2.jsonl
   kernelbrain report s1.jsonl s2.jsonl -o report.html
 The page needs no network: Chart.js (apt-get install libjs-chart.js) is inlined. See docs/report.md.)");
-  return {cmd, [o] { return run_report(*o); }};
+  return {cmd, [o] {
+            // The command as given, for the Markdown's "made by" line: tables say how to make them again.
+            std::string line = "kernelbrain report";
+            for (auto const& j : o->journals) line += " " + j;
+            line += " --markdown -o " + o->output;
+            if (o->over != "reference") line += " --over " + o->over;
+            o->command_line = line;
+            return run_report(*o);
+          }};
 }
 
 }  // namespace kernelbrain::cli

@@ -30,7 +30,8 @@
 #include "kernelbrain/io/impl/journal.ipp"
 #include "kernelbrain/io/impl/problem_loader.ipp"
 #include "kernelbrain/io/impl/recording.ipp"
-#if defined(__linux__)                                   // process-isolated backends: posix_spawn, memfd_create, /proc
+#if defined(__linux__)  // process-isolated backends: posix_spawn, memfd_create, /proc
+#include "kernelbrain/backends/common/impl/pytorch_baseline.ipp"
 #include "kernelbrain/backends/cuda/impl/evaluator.ipp"  // parent side only: no CUDA headers or libraries
 #include "kernelbrain/backends/cuda/impl/launch_plan.ipp"
 #include "kernelbrain/backends/host/detail/impl/compiler.ipp"

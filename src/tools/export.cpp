@@ -1,7 +1,8 @@
 // kernelbrain export: the best kernel of each tuned shape (from a journal or a best.json) as a standalone
 // CUDA source with a C++ header, and as a PyTorch package (docs/export.md). This file reads the input,
-// loads the problem and its export.json, chooses and resolves the kernels (export_model), and writes the
-// files that export_cuda.cpp and export_torch.cpp generate, with a README and a manifest.
+// loads the problem and its PyTorch declaration (problem.json "pytorch"), chooses and resolves the kernels
+// (export_model), and writes the files that export_cuda.cpp and export_torch.cpp generate, with a README and a
+// manifest.
 #include "kernelbrain/export/export.hpp"
 
 #include <fmt/format.h>
@@ -105,6 +106,7 @@ struct chosen {
   std::size_t shape = 0;
   std::string candidate, family, origin, params, source, launch;
   std::optional<double> speedup, median, reference;
+  std::optional<double> eager, compile;  ///< PyTorch's medians at the shape, where the run measured them
 };
 
 // ---- reading the input ----------------------------------------------------------------------------------
@@ -218,6 +220,11 @@ std::vector<chosen> from_journal(journal_contents const& jc, problem const& prob
     k.median = b.median;
     k.reference = jc.reference->seconds[shape];
     if (b.median > 0) k.speedup = *k.reference / b.median;
+    if (auto const& pt = jc.reference->pytorch; pt && pt->measured())
+      if (auto const* s = pt->at_index(shape)) {
+        if (s->eager_seconds > 0) k.eager = s->eager_seconds;
+        if (s->compile_seconds > 0) k.compile = s->compile_seconds;
+      }
     picks.push_back(std::move(k));
   }
   return picks;
@@ -278,7 +285,7 @@ std::vector<chosen> from_best(json::object const& doc, problem const& prob, std:
   return picks;
 }
 
-// ---- export.json ----------------------------------------------------------------------------------------
+// ---- the PyTorch declaration ---------------------------------------------------------------------------
 
 bool is_identifier(std::string_view s) {
   if (s.empty() || s.size() > 64) return false;
@@ -322,25 +329,6 @@ bool reserved_name(std::string_view s) {
   return names.count(s) > 0 || s.starts_with("kb_") || s.starts_with("_");
 }
 
-/// The dim names an expression mentions (identifiers that are not the grammar's functions).
-std::set<std::string> symbols_of(std::string_view text) {
-  std::set<std::string> out;
-  std::size_t i = 0;
-  while (i < text.size()) {
-    const char c = text[i];
-    if (c == '_' || std::isalpha(static_cast<unsigned char>(c))) {
-      std::size_t j = i;
-      while (j < text.size() && (text[j] == '_' || std::isalnum(static_cast<unsigned char>(text[j])))) ++j;
-      std::string word(text.substr(i, j - i));
-      if (word != "min" && word != "max" && word != "ceil_div" && word != "pow2") out.insert(std::move(word));
-      i = j;
-    } else {
-      ++i;
-    }
-  }
-  return out;
-}
-
 std::int64_t evaluate_at(std::string const& text, shape const& s) {
   return evaluate_expression(text, [&](std::string_view name) -> std::optional<std::int64_t> {
     auto it = s.dims.find(std::string(name));
@@ -349,49 +337,30 @@ std::int64_t evaluate_at(std::string const& text, shape const& s) {
   });
 }
 
-/// Reads and checks `prob`'s export.json: names, views of every tensor whose element counts equal the
-/// tensor's size at every shape of the problem, attributes naming dims.
+/// `prob`'s PyTorch declaration (problem.json's "pytorch", checked by the loader against the problem's
+/// tensors, dims and shapes) as the export uses it, with the checks only the generated code needs: every
+/// name is usable in C++ and Python and none is a keyword or a name the generated code uses itself.
 description load_description(problem const& prob) {
-  description d;
-  d.file = fs::path(prob.directory) / "export.json";
-  const std::string where = d.file.string();
-  if (!fs::exists(d.file))
+  if (!prob.pytorch)
     throw input_error(fmt::format(
-        "problem '{}' has no export.json ({}): what its kernels mean in PyTorch terms (the tensors' logical "
-        "shapes, the PyTorch expression) is not described, so it cannot be exported",
-        prob.name, where));
-  boost::system::error_code ec;
-  auto v = json::parse(read_text(d.file), ec);
-  if (ec) throw input_error(fmt::format("{}: not JSON: {}", where, ec.message()));
-  if (!v.is_object()) throw input_error(where + ": not a JSON object");
-  auto const& o = v.as_object();
-  for (auto const& [key, value] : o) {
-    static const std::set<std::string_view> known = {"function", "pytorch",    "pytorch_compat",
-                                                     "views",    "attributes", "note"};
-    if (!known.count(std::string_view(key)))
-      throw input_error(
-          fmt::format("{}: unknown field '{}' (known: function, pytorch, pytorch_compat, views, attributes, note)",
-                      where, std::string_view(key)));
-  }
-  d.function = string_field(o, "function", where, true);
-  d.pytorch = string_field(o, "pytorch", where, true);
-  d.note = string_field(o, "note", where, false);
-  if (!is_identifier(d.function) || reserved_name(d.function))
+        "problem '{}' declares no PyTorch computation (problem.json's \"pytorch\", {}): what its kernels mean "
+        "in PyTorch terms (the tensors' logical shapes, the PyTorch expression) is not described, so it cannot be "
+        "exported (docs/problem-format.md)",
+        prob.name, (fs::path(prob.directory) / "problem.json").string()));
+  auto const& decl = *prob.pytorch;
+  description d;
+  d.file = decl.file;
+  const std::string where = d.file.string();
+  d.function = decl.function;
+  d.pytorch = decl.expression;
+  d.note = decl.note;
+  d.compat_requires = decl.compat_requires;
+  d.compat_pytorch = decl.compat_expression;
+  for (auto const& [name, sizes] : decl.views) d.views[name] = sizes;
+  d.attributes = decl.attributes;
+  if (reserved_name(d.function))
     throw input_error(fmt::format("{}: function '{}' is not a usable Python name", where, d.function));
-  if (d.pytorch.empty() || d.pytorch.find('\n') != std::string::npos || d.pytorch.find('\\') != std::string::npos ||
-      d.pytorch.find("\"\"\"") != std::string::npos)
-    throw input_error(where + ": 'pytorch' must be one line, a Python expression (no backslash, no \"\"\")");
-  if (auto const* c = o.if_contains("pytorch_compat")) {
-    if (!c->is_object()) throw input_error(where + ": 'pytorch_compat' is not an object");
-    d.compat_requires = string_field(c->as_object(), "requires", where + ": pytorch_compat", true);
-    d.compat_pytorch = string_field(c->as_object(), "otherwise", where + ": pytorch_compat", true);
-    if (!d.compat_requires.starts_with("torch.") || plain(d.compat_requires) != d.compat_requires ||
-        d.compat_pytorch.empty() || d.compat_pytorch.find('\n') != std::string::npos ||
-        d.compat_pytorch.find('\\') != std::string::npos || d.compat_pytorch.find("\"\"\"") != std::string::npos)
-      throw input_error(where +
-                        ": pytorch_compat needs 'requires' (torch.<attribute path>) and 'otherwise' (one line)");
-  }
-
+  if (plain(d.compat_requires) != d.compat_requires) throw input_error(where + ": compat.requires is not plain text");
   if (!is_identifier(prob.name))
     throw input_error(
         fmt::format("problem '{}': its name is not usable as a C++ namespace and Python package name "
@@ -403,105 +372,15 @@ description load_description(problem const& prob) {
           fmt::format("problem '{}': shape name '{}' is not plain printable text (no quotes, "
                       "backslashes, backquotes or |)",
                       prob.name, plain(s.name)));
-  std::vector<std::string> tensor_names;
-  for (auto const& t : prob.inputs) tensor_names.push_back(t.name);
-  for (auto const& t : prob.outputs) tensor_names.push_back(t.name);
-  for (auto const& n : tensor_names)
-    if (!is_identifier(n) || reserved_name(n))
-      throw input_error(fmt::format("{}: tensor '{}' of problem '{}' is not usable as a C++ and Python argument name",
-                                    where, n, prob.name));
-
-  auto const* views = o.if_contains("views");
-  if (!views || !views->is_object()) throw input_error(where + ": 'views' must be an object {tensor: [sizes]}");
-  for (auto const& [key, value] : views->as_object()) {
-    const std::string name(key);
-    if (std::find(tensor_names.begin(), tensor_names.end(), name) == tensor_names.end())
-      throw input_error(
-          fmt::format("{}: views.{}: '{}' is no input or output of problem '{}'", where, name, name, prob.name));
-    if (!value.is_array() || value.as_array().empty())
-      throw input_error(fmt::format("{}: views.{}: expected a non-empty array of size expressions", where, name));
-    std::vector<std::string> view;
-    for (auto const& e : value.as_array()) {
-      if (e.is_string())
-        view.emplace_back(e.as_string());
-      else if (e.is_int64() && e.as_int64() >= 1)
-        view.push_back(std::to_string(e.as_int64()));
-      else
-        throw input_error(
-            fmt::format("{}: views.{}: each size is an expression (string) or an integer >= 1", where, name));
-    }
-    d.views[name] = std::move(view);
-  }
-  for (auto const& n : tensor_names)
-    if (!d.views.count(n)) throw input_error(fmt::format("{}: views: no view for tensor '{}'", where, n));
-
-  std::set<std::string> covered;
-  if (auto const* a = o.if_contains("attributes")) {
-    if (!a->is_object()) throw input_error(where + ": 'attributes' must be an object {dim: argument name}");
-    for (auto const& [key, value] : a->as_object()) {
-      const std::string dim(key);
-      if (std::find(prob.dim_order.begin(), prob.dim_order.end(), dim) == prob.dim_order.end())
-        throw input_error(
-            fmt::format("{}: attributes.{}: '{}' is not a dim of problem '{}'", where, dim, dim, prob.name));
-      if (!value.is_string())
-        throw input_error(fmt::format("{}: attributes.{}: expected an argument name", where, dim));
-      const std::string arg(value.as_string());
-      if (!is_identifier(arg) || reserved_name(arg) ||
-          std::find(tensor_names.begin(), tensor_names.end(), arg) != tensor_names.end() ||
-          std::any_of(d.attributes.begin(), d.attributes.end(), [&](auto const& p) { return p.second == arg; }))
-        throw input_error(
-            fmt::format("{}: attributes.{}: '{}' is not a usable argument name (an identifier that is "
-                        "no keyword, tensor or other attribute)",
-                        where, dim, arg));
-      d.attributes.emplace_back(dim, arg);
-      covered.insert(dim);
-    }
-  }
-  for (auto const& [name, view] : d.views)
-    for (auto const& e : view)
-      for (auto const& s : symbols_of(e)) {
-        if (std::find(prob.dim_order.begin(), prob.dim_order.end(), s) == prob.dim_order.end())
-          throw input_error(fmt::format("{}: views.{}: '{}' mentions '{}', which is not a dim of problem '{}'", where,
-                                        name, e, s, prob.name));
-        covered.insert(s);
-      }
-  for (auto const& dim : prob.dim_order)
-    if (!covered.count(dim))
-      throw input_error(
-          fmt::format("{}: dim '{}' appears in no view and is no attribute: calls that differ only in "
-                      "'{}' could not be told apart",
-                      where, dim, dim));
-
-  // Every view's element count is the tensor's size at every shape of the problem.
-  auto check = [&](tensor_spec const& t) {
-    for (auto const& s : prob.shapes) {
-      std::vector<std::int64_t> sizes;
-      std::int64_t product = 1;
-      try {
-        for (auto const& e : d.views[t.name]) {
-          const auto n = evaluate_at(e, s);
-          if (n < 1)
-            throw input_error(fmt::format("{}: views.{} at shape '{}': size '{}' is {}", where, t.name, s.name, e, n));
-          sizes.push_back(n);
-          if (__builtin_mul_overflow(product, n, &product))
-            throw input_error(
-                fmt::format("{}: views.{} at shape '{}': the element count overflows", where, t.name, s.name));
-        }
-        const auto expected = evaluate_at(t.size, s);
-        if (product != expected)
-          throw input_error(
-              fmt::format("{}: views.{} at shape '{}': {} has {} elements, but problem.json's size of "
-                          "'{}' ({}) is {}",
-                          where, t.name, s.name, sizes_text(sizes), product, t.name, t.size, expected));
-      } catch (input_error const&) {
-        throw;
-      } catch (error const& e) {
-        throw input_error(fmt::format("{}: views.{} at shape '{}': {}", where, t.name, s.name, e.what()));
-      }
-    }
-  };
-  for (auto const& t : prob.inputs) check(t);
-  for (auto const& t : prob.outputs) check(t);
+  for (auto const* list : {&prob.inputs, &prob.outputs})
+    for (auto const& t : *list)
+      if (!is_identifier(t.name) || reserved_name(t.name))
+        throw input_error(fmt::format("{}: tensor '{}' of problem '{}' is not usable as a C++ and Python argument name",
+                                      where, t.name, prob.name));
+  for (auto const& [dim, arg] : d.attributes)
+    if (reserved_name(arg))
+      throw input_error(fmt::format("{}: attributes.{}: '{}' is a name the generated code uses itself or a keyword",
+                                    where, dim, arg));
   return d;
 }
 
@@ -585,6 +464,8 @@ export_model build_model(problem prob, description desc, std::vector<chosen> con
     t.speedup = k.speedup;
     t.median_seconds = k.median;
     t.reference_seconds = k.reference;
+    t.eager_seconds = k.eager;
+    t.compile_seconds = k.compile;
     t.candidate = plain(k.candidate);
     t.family = plain(k.family);
     t.origin = plain(k.origin);
@@ -700,12 +581,32 @@ std::string readme(export_model const& m) {
   std::string dtypes;
   for (auto const& t : m.tensors) dtypes += fmt::format("{}`{}` {}", dtypes.empty() ? "" : ", ", t.name, t.dtype);
 
-  std::string shapes_table = "| shape | sizes | speed-up | kernel | median | reference |\n|---|---|---|---|---|---|\n";
-  for (auto const& t : m.shapes)
-    shapes_table +=
-        fmt::format("| {} | {} | {} | {} `{}` ({}) | {} | {} |\n", t.name, call_text(m, t), speedup_text(t.speedup),
-                    t.family.empty() ? "candidate" : t.family, t.candidate, t.params.empty() ? t.origin : t.params,
-                    seconds_text(t.median_seconds), seconds_text(t.reference_seconds));
+  const bool torch = std::any_of(m.shapes.begin(), m.shapes.end(),
+                                 [](tuned_shape const& t) { return t.eager_seconds || t.compile_seconds; });
+  auto over = [](std::optional<double> theirs, std::optional<double> mine) -> std::optional<double> {
+    if (theirs && mine && *mine > 0) return *theirs / *mine;
+    return std::nullopt;
+  };
+  std::string shapes_table =
+      torch ? "| shape | sizes | vs PyTorch eager | vs torch.compile | vs reference | kernel | "
+              "median | eager | torch.compile | reference |\n|---|---|---|---|---|---|---|---|---|---|\n"
+            : "| shape | sizes | speed-up | kernel | median | reference |\n|---|---|---|---|---|---|\n";
+  std::size_t slower_eager = 0, slower_compile = 0;
+  for (auto const& t : m.shapes) {
+    const auto e = over(t.eager_seconds, t.median_seconds), c = over(t.compile_seconds, t.median_seconds);
+    slower_eager += e && *e < 1 ? 1 : 0;
+    slower_compile += c && *c < 1 ? 1 : 0;
+    const std::string kernel = fmt::format("{} `{}` ({})", t.family.empty() ? "candidate" : t.family, t.candidate,
+                                           t.params.empty() ? t.origin : t.params);
+    if (torch)
+      shapes_table += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", t.name, call_text(m, t),
+                                  speedup_text(e), speedup_text(c), speedup_text(t.speedup), kernel,
+                                  seconds_text(t.median_seconds), seconds_text(t.eager_seconds),
+                                  seconds_text(t.compile_seconds), seconds_text(t.reference_seconds));
+    else
+      shapes_table += fmt::format("| {} | {} | {} | {} | {} | {} |\n", t.name, call_text(m, t), speedup_text(t.speedup),
+                                  kernel, seconds_text(t.median_seconds), seconds_text(t.reference_seconds));
+  }
   std::string args;
   for (std::size_t i = 0; i < m.inputs; ++i) args += (args.empty() ? "" : ", ") + m.tensors[i].name;
   for (auto const& [dim, name] : m.desc.attributes) args += fmt::format(", {}={}", name, name);
@@ -728,10 +629,26 @@ std::string readme(export_model const& m) {
       api);
   r += "- `manifest.json`: the same facts as this file, for programs.\n\n";
   r += "## Tuned shapes\n\n";
-  r += "Only these exact sizes run the exported kernels. Speed-ups are over the problem's reference kernel "
-       "(`reference.cu`, not PyTorch), as measured by kernelbrain while tuning (median of the top rung's samples) on ";
-  r += m.device.empty() ? "the device of the run that wrote the input" : m.device;
-  r += ".\n\n" + shapes_table + "\n";
+  if (torch) {
+    r += "Only these exact sizes run the exported kernels. Speed-ups are over PyTorch eager and torch.compile, "
+         "measured by the tuning run on the same device with the same method (an L2 flush before each call, CUDA "
+         "events, the median), and over the problem's reference kernel (`reference.cu`); medians of the top rung's "
+         "samples, on ";
+    r += m.device.empty() ? "the device of the run that wrote the input" : m.device;
+    r += ".";
+    if (slower_eager > 0 || slower_compile > 0)
+      r += fmt::format(
+          " **The exported kernels are slower than PyTorch eager at {} and than torch.compile at {} of "
+          "the {} shapes**: where they lose, calling PyTorch is the better choice.",
+          slower_eager, slower_compile, m.shapes.size());
+    r += "\n\n" + shapes_table + "\n";
+  } else {
+    r += "Only these exact sizes run the exported kernels. Speed-ups are over the problem's reference kernel "
+         "(`reference.cu`, not PyTorch: the tuning run did not measure PyTorch), as measured by kernelbrain while "
+         "tuning (median of the top rung's samples) on ";
+    r += m.device.empty() ? "the device of the run that wrote the input" : m.device;
+    r += ".\n\n" + shapes_table + "\n";
+  }
   r += fmt::format("{} distinct kernel source{} in all.\n\n", m.blocks.size(), m.blocks.size() == 1 ? "" : "s");
   r += "## Architecture\n\n";
   r += fmt::format(
@@ -833,6 +750,8 @@ std::string manifest(export_model const& m) {
     o["speedup_vs_reference"] = t.speedup ? json::value(*t.speedup) : json::value(nullptr);
     o["median_seconds"] = t.median_seconds ? json::value(*t.median_seconds) : json::value(nullptr);
     o["reference_seconds"] = t.reference_seconds ? json::value(*t.reference_seconds) : json::value(nullptr);
+    o["pytorch_eager_seconds"] = t.eager_seconds ? json::value(*t.eager_seconds) : json::value(nullptr);
+    o["pytorch_compile_seconds"] = t.compile_seconds ? json::value(*t.compile_seconds) : json::value(nullptr);
     o["candidate"] = t.candidate;
     o["family"] = t.family;
     o["origin"] = t.origin;

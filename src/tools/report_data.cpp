@@ -88,7 +88,20 @@ struct analysis {
   [[nodiscard]] journal_contents const& contents() const { return journal->contents; }
 };
 
-analysis analyse(loaded_journal const& j, std::size_t index) {
+/// `timings` over PyTorch (`over`: "eager" or "compile"): the geometric mean of PyTorch's time / the
+/// kernel's over the shapes where both were measured; nothing when there are none.
+std::optional<double> over_pytorch(pytorch_timing const& pt, std::vector<shape_timing> const& timings,
+                                   std::string_view over) {
+  std::vector<std::pair<std::string, double>> mine;
+  for (auto const& t : timings)
+    if (auto const* s = pt.at_index(t.shape)) mine.emplace_back(s->shape, t.stats.median);
+  const auto c = compare_with_pytorch(pt, mine);
+  auto const& side = over == "compile" ? c.compile : c.eager;
+  if (side.shapes == 0) return std::nullopt;
+  return side.geomean;
+}
+
+analysis analyse(loaded_journal const& j, std::size_t index, std::string_view over) {
   analysis a;
   a.index = index;
   a.journal = &j;
@@ -138,7 +151,16 @@ analysis analyse(loaded_journal const& j, std::size_t index) {
         promoted.insert(key);
         break;
       case event_kind::new_best:
-        if (e.value) {
+        if (e.value && over != "reference") {
+          // The incumbent's speed-up over PyTorch at the rung it was measured at (nothing to plot where
+          // that rung timed no shape PyTorch was timed at).
+          pytorch_timing const* pt = c.reference && c.reference->pytorch ? &*c.reference->pytorch : nullptr;
+          auto it = by_key.find(key);
+          if (pt && pt->measured() && it != by_key.end())
+            if (auto y = over_pytorch(*pt, it->second->m.timings, over)) a.progress.push_back({cumulative, *y, e.rung});
+          a.incumbent = e;
+          ++a.new_bests;
+        } else if (e.value) {
           a.progress.push_back({cumulative, e.value->speedup, e.rung});
           a.incumbent = e;
           ++a.new_bests;
@@ -289,6 +311,7 @@ json::object kernel_json(analysis const& a, candidate_id id) {
       row["shape"] = t.shape;
       auto const& names = a.journal->shape_names;
       if (t.shape < names.size()) row["shape_name"] = names[t.shape];
+      if (t.shape < a.journal->shape_tiers.size()) row["tier"] = a.journal->shape_tiers[t.shape];
       row["seconds"] = number(t.stats.median);
       row["low"] = number(t.stats.low);
       row["high"] = number(t.stats.high);
@@ -296,7 +319,32 @@ json::object kernel_json(analysis const& a, candidate_id id) {
       row["floor"] = ref && t.shape < ref->floor_seconds.size() && ref->floor_seconds[t.shape] > 0
                          ? number(ref->floor_seconds[t.shape])
                          : json::value(nullptr);
+      pytorch_shape const* ps = ref && ref->pytorch ? ref->pytorch->at_index(t.shape) : nullptr;
+      if (ps && ps->shape.size() > 0 && !row.contains("shape_name")) row["shape_name"] = ps->shape;
+      row["eager"] = ps && ps->eager_seconds > 0 ? number(ps->eager_seconds) : json::value(nullptr);
+      row["compile"] = ps && ps->compile_seconds > 0 ? number(ps->compile_seconds) : json::value(nullptr);
       timings.push_back(std::move(row));
+    }
+    if (ref && ref->pytorch && ref->pytorch->measured()) {
+      std::vector<std::pair<std::string, double>> mine;
+      for (auto const& t : out->m.timings)
+        if (auto const* s = ref->pytorch->at_index(t.shape)) mine.emplace_back(s->shape, t.stats.median);
+      const auto c = compare_with_pytorch(*ref->pytorch, mine);
+      auto side = [](pytorch_comparison::side const& s) -> json::value {
+        if (s.shapes == 0) return nullptr;
+        json::object so;
+        so["geomean"] = number(s.geomean);
+        so["min"] = number(s.min);
+        so["max"] = number(s.max);
+        so["shapes"] = s.shapes;
+        so["slower"] = s.slower;
+        so["out_of_tolerance"] = s.out_of_tolerance;
+        return so;
+      };
+      json::object pc;
+      pc["eager"] = side(c.eager);
+      pc["compile"] = side(c.compile);
+      o["vs_pytorch"] = std::move(pc);
     }
     o["timings_rung"] = a.rung_name(out->rung);
     if (auto const& r = out->m.res) {
@@ -501,6 +549,21 @@ json::object journal_json(analysis const& a) {
   o["device_seconds"] = number(a.device_seconds);
   o["stop"] = a.stop;
   o["baseline"] = c.reference.has_value();
+  o["pytorch"] = nullptr;
+  if (c.reference && c.reference->pytorch) {
+    auto const& t = *c.reference->pytorch;
+    json::object p;
+    p["status"] = t.status;
+    p["why"] = t.why;
+    p["torch"] = t.torch_version;
+    p["cuda"] = t.cuda_version;
+    p["driver"] = t.driver_version;
+    p["device"] = t.device;
+    p["settings"] = t.settings;
+    p["samples"] = t.samples;
+    p["device_seconds"] = number(t.device_seconds);
+    o["pytorch"] = std::move(p);
+  }
   if (a.incumbent) {
     json::object b;
     b["id"] = a.incumbent->id.str();
@@ -604,19 +667,29 @@ json::object problem_json(std::string const& name, std::vector<analysis const*> 
 
 }  // namespace
 
-std::vector<std::string> shape_names(journal_contents const& j) {
+namespace {
+
+/// The shapes of the problem a journal's header names, where it is found with as many shapes as the
+/// journal's baseline (see shape_names).
+std::vector<shape> journal_shapes(journal_contents const& j) {
   auto const& fp = j.header.evaluator;
   const auto backend = backends().for_fingerprint(fp);
   if (!backend || !backend->problem_files || !j.reference) return {};
   try {
-    const auto prob = load_problem(backends().problem_directory(j.header.problem, backend->name));
+    auto prob = load_problem(backends().problem_directory(j.header.problem, backend->name));
     if (prob.shapes.size() != j.reference->seconds.size()) return {};
-    std::vector<std::string> names;
-    for (auto const& s : prob.shapes) names.push_back(s.name);
-    return names;
+    return std::move(prob.shapes);
   } catch (std::exception const&) {
     return {};
   }
+}
+
+}  // namespace
+
+std::vector<std::string> shape_names(journal_contents const& j) {
+  std::vector<std::string> names;
+  for (auto const& s : journal_shapes(j)) names.push_back(s.name);
+  return names;
 }
 
 std::vector<loaded_journal> read_journals(std::vector<std::string> const& files) {
@@ -637,8 +710,12 @@ std::vector<loaded_journal> read_journals(std::vector<std::string> const& files)
           "{} is not a KernelBrain journal: it has no header line (an empty file, or a run killed before it "
           "wrote one)",
           quoted(p)));
-    auto names = shape_names(contents);
-    out.push_back({p, std::move(contents), std::move(names)});
+    std::vector<std::string> names, tiers;
+    for (auto const& s : journal_shapes(contents)) {
+      names.push_back(s.name);
+      tiers.push_back(s.tier);
+    }
+    out.push_back({p, std::move(contents), std::move(names), std::move(tiers)});
   }
   return out;
 }
@@ -673,12 +750,24 @@ std::vector<std::string> rung_names(std::string const& ladder) {
 }
 
 json::object report_data(std::vector<loaded_journal> const& journals, std::string const& title,
-                         std::string const& generated, std::string const& chartjs_version) {
+                         std::string const& generated, std::string const& chartjs_version, std::string const& over) {
+  if (over != "reference" && over != "eager" && over != "compile")
+    throw error("the progress curves are over 'reference', 'eager' or 'compile', not '" + over + "'");
+  if (over != "reference")
+    for (auto const& j : journals)
+      if (!j.contents.reference || !j.contents.reference->pytorch || !j.contents.reference->pytorch->measured())
+        throw error(
+            fmt::format("{}: the journal holds no PyTorch measurement ({}), so its progress cannot be drawn over {}",
+                        j.file.string(),
+                        j.contents.reference && j.contents.reference->pytorch ? j.contents.reference->pytorch->why
+                                                                              : "written without one",
+                        over == "eager" ? "PyTorch eager" : "torch.compile"));
   std::vector<analysis> runs;
   runs.reserve(journals.size());
-  for (std::size_t i = 0; i < journals.size(); ++i) runs.push_back(analyse(journals[i], i));
+  for (std::size_t i = 0; i < journals.size(); ++i) runs.push_back(analyse(journals[i], i, over));
 
   json::object o;
+  o["over"] = over;
   o["title"] = title;
   o["generated"] = generated;
   o["version"] = std::string(library_version);
@@ -700,6 +789,118 @@ json::object report_data(std::vector<loaded_journal> const& journals, std::strin
   }
   o["problems"] = std::move(problems);
   return o;
+}
+
+namespace {
+
+std::optional<double> num(json::value const* v) {
+  if (!v || v->is_null()) return std::nullopt;
+  if (v->is_double()) return v->get_double();
+  if (v->is_int64()) return static_cast<double>(v->get_int64());
+  if (v->is_uint64()) return static_cast<double>(v->get_uint64());
+  return std::nullopt;
+}
+std::string str(json::value const* v) { return v && v->is_string() ? std::string(v->get_string()) : std::string(); }
+std::string ms(std::optional<double> s) { return s ? fmt::format("{:.4g}", *s * 1e3) : std::string("–"); }
+std::string times(std::optional<double> a, std::optional<double> b) {
+  return a && b && *b > 0 ? fmt::format("{:.2f}x", *a / *b) : std::string("–");
+}
+/// Markdown table cells take no '|' and no line breaks.
+std::string cell(std::string s) {
+  for (auto& c : s)
+    if (c == '|' || c == '\n' || c == '\r') c = ' ';
+  return s;
+}
+
+}  // namespace
+
+std::string markdown_tables(json::object const& data, std::string const& command) {
+  std::string md;
+  md += fmt::format("<!-- made by: {} -->\n", command);
+  md += fmt::format("Made from journals by `{}` (KernelBrain {}).\n", command, str(data.if_contains("version")));
+  auto const& journals = data.at("journals").as_array();
+  for (auto const& pv : data.at("problems").as_array()) {
+    auto const& p = pv.as_object();
+    md += fmt::format("\n### {}\n\n", cell(str(p.if_contains("name"))));
+    auto const* bv = p.if_contains("best");
+    if (!bv || !bv->is_object()) {
+      md += "No candidate passed: nothing to tabulate.\n";
+      continue;
+    }
+    auto const& b = bv->as_object();
+    auto const& j = journals.at(static_cast<std::size_t>(num(b.if_contains("j")).value_or(0))).as_object();
+    md += fmt::format("Best kernel `{}` ({}{}), measured at {}; strategy {}, seed {}, journal `{}`, evaluator `{}`.\n",
+                      str(b.if_contains("id")), cell(str(b.if_contains("family"))),
+                      str(b.if_contains("origin")).empty() ? "" : ", " + cell(str(b.if_contains("origin"))),
+                      str(b.if_contains("timings_rung")), cell(str(b.if_contains("strategy"))),
+                      str(b.if_contains("seed")), cell(str(j.if_contains("file"))),
+                      cell(str(j.if_contains("evaluator"))));
+    auto const* ptv = j.if_contains("pytorch");
+    const bool torch = ptv && ptv->is_object() && str(ptv->as_object().if_contains("status")) == "measured";
+    if (torch) {
+      auto const& pt = ptv->as_object();
+      md += fmt::format("PyTorch: torch {} (CUDA {}, driver {}) on {}, {} samples a shape ({}).\n",
+                        cell(str(pt.if_contains("torch"))), cell(str(pt.if_contains("cuda"))),
+                        num(pt.if_contains("driver")).value_or(0), cell(str(pt.if_contains("device"))),
+                        num(pt.if_contains("samples")).value_or(0), cell(str(pt.if_contains("settings"))));
+    } else {
+      md += fmt::format("PyTorch: not measured ({}).\n", ptv && ptv->is_object()
+                                                             ? cell(str(ptv->as_object().if_contains("why")))
+                                                             : std::string("the journal was written without it"));
+    }
+    md += "\n| shape | reference (ms) | best (ms) |";
+    if (torch) md += " eager (ms) | torch.compile (ms) |";
+    md += " vs reference |";
+    if (torch) md += " vs eager | vs torch.compile |";
+    md += " % of floor |\n|---|---:|---:|";
+    if (torch) md += "---:|---:|";
+    md += "---:|";
+    if (torch) md += "---:|---:|";
+    md += "---:|\n";
+    std::size_t left_out = 0;
+    for (auto const& rv : b.at("timings").as_array()) {
+      auto const& r = rv.as_object();
+      // The correctness shapes are checked, not tuned for speed: the tables are about the benchmark shapes.
+      if (const auto tier = str(r.if_contains("tier")); tier == "smoke" || tier == "odd" || tier == "wide") {
+        ++left_out;
+        continue;
+      }
+      const auto mine = num(r.if_contains("seconds")), ref = num(r.if_contains("reference"));
+      const auto eager = num(r.if_contains("eager")), compile = num(r.if_contains("compile"));
+      const auto floor = num(r.if_contains("floor"));
+      std::string name = str(r.if_contains("shape_name"));
+      if (name.empty()) name = fmt::format("#{}", num(r.if_contains("shape")).value_or(0));
+      md += fmt::format("| {} | {} | {} |", cell(name), ms(ref), ms(mine));
+      if (torch) md += fmt::format(" {} | {} |", ms(eager), ms(compile));
+      md += fmt::format(" {} |", times(ref, mine));
+      if (torch) md += fmt::format(" {} | {} |", times(eager, mine), times(compile, mine));
+      md += fmt::format(" {} |\n", floor && mine ? fmt::format("{:.1f}%", 100.0 * *floor / *mine) : std::string("–"));
+    }
+    if (left_out > 0)
+      md += fmt::format("\n({} correctness shape{} (tiers smoke, odd) left out: checked, not tuned for speed.)\n",
+                        left_out, left_out == 1 ? "" : "s");
+    if (auto const* vs = b.if_contains("vs_pytorch"); torch && vs && vs->is_object()) {
+      md += "\n";
+      for (auto const* key : {"eager", "compile"}) {
+        auto const* sv = vs->as_object().if_contains(key);
+        if (!sv || !sv->is_object()) continue;
+        auto const& s = sv->as_object();
+        const auto shapes = num(s.if_contains("shapes")).value_or(0), slower = num(s.if_contains("slower")).value_or(0);
+        md += fmt::format("- Over {}: {:.2f}x (geometric mean of {} shapes, {:.2f}x to {:.2f}x){}{}.",
+                          std::string_view(key) == "eager" ? "PyTorch eager" : "torch.compile",
+                          num(s.if_contains("geomean")).value_or(0), shapes, num(s.if_contains("min")).value_or(0),
+                          num(s.if_contains("max")).value_or(0),
+                          slower == 0        ? std::string(": faster at every shape")
+                          : slower == shapes ? std::string(": **slower than PyTorch at every shape**")
+                                             : fmt::format(": **slower at {} of {} shapes**", slower, shapes),
+                          s.if_contains("out_of_tolerance") && s.at("out_of_tolerance").as_bool()
+                              ? " (PyTorch's output failed the problem's tolerance)"
+                              : "");
+        md += "\n";
+      }
+    }
+  }
+  return md;
 }
 
 }  // namespace kernelbrain::report

@@ -131,7 +131,7 @@ std::string html_text(std::string_view s) {
 
 std::string html_page(std::vector<loaded_journal> const& journals, page_inputs const& in) {
   const std::string version = chartjs_version(in.chartjs);
-  const auto data = report_data(journals, in.title, in.generated, version);
+  const auto data = report_data(journals, in.title, in.generated, version, in.over);
   return fill(page_template, {{"TITLE", html_text(in.title)},
                               {"NONCE", in.nonce},
                               {"CHARTJS_VERSION", html_text(version)},

@@ -75,6 +75,9 @@ pre.text { max-height: 420px; white-space: pre-wrap; overflow-wrap: anywhere; }
 .pill.expert { background: #e8eefc; color: #234aa0; }
 .pill.mutation { background: #f1ecfb; color: #55308f; }
 .pill.llm { background: #fff1dc; color: #8a4b00; }
+.kb-torch { display: inline-block; border-radius: 4px; padding: 1px 8px; margin-right: 6px; font-weight: 600; }
+.kb-torch.win { background: #e6f4ea; color: #1e5b34; }
+.kb-torch.lose { background: #fde8e8; color: #9b1c1c; }
 .pass { color: var(--pass); }
 .fail { color: var(--fail); }
 .muted { color: var(--muted); }
@@ -254,7 +257,22 @@ footer { color: var(--muted); font-size: 12px; padding: 0 28px 24px; }
   }
   const pointCount = (datasets) => datasets.reduce((n, d) => n + d.data.length, 0);
 
-  function progressFigure(problem) {
+  // "vs PyTorch eager 1.31x" badges for a kernel's comparison with PyTorch (k.vs_pytorch), red where it loses.
+  function torchBadges(k) {
+    const out = [];
+    if (!k || !k.vs_pytorch) return out;
+    for (const [key, label] of [['eager', 'PyTorch eager'], ['compile', 'torch.compile']]) {
+      const s = k.vs_pytorch[key];
+      if (!s) continue;
+      const lose = s.geomean < 1;
+      let text = `${speedup(s.geomean)} vs ${label}`;
+      if (s.slower > 0) text += s.slower === s.shapes ? ' (slower at every shape)' : ` (slower at ${s.slower} of ${s.shapes} shapes)`;
+      if (s.out_of_tolerance) text += ' (PyTorch out of tolerance)';
+      out.push(h('span', { class: 'kb-torch ' + (lose ? 'lose' : 'win'), text }));
+    }
+    return out;
+  }
+  function progressFigure(D, problem) {
     const datasets = [];
     problem.groups.forEach((g, i) => {
       const color = palette[i % palette.length];
@@ -281,7 +299,8 @@ footer { color: var(--muted); font-size: 12px; padding: 0 28px 24px; }
         interaction: { mode: 'nearest', axis: 'x', intersect: false },
         scales: {
           x: { type: 'linear', min: 0, title: { display: true, text: 'device seconds (cumulative)' } },
-          y: { title: { display: true, text: "speed-up over the problem's reference" } },
+          y: { title: { display: true, text: D.over === 'eager' ? 'speed-up over PyTorch eager (geometric mean over shapes)'
+            : D.over === 'compile' ? 'speed-up over torch.compile (geometric mean over shapes)' : "speed-up over the problem's reference" } },
         },
         plugins: {
           legend: { position: 'bottom', labels: { boxWidth: 14, filter: (item, data) => data.datasets[item.datasetIndex].kbLegend !== false } },
@@ -384,15 +403,24 @@ footer { color: var(--muted); font-size: 12px; padding: 0 28px 24px; }
   }
   function timingsTable(k) {
     if (!k.timings || k.timings.length === 0) return null;
-    const t = h('table', null, h('thead', null, h('tr', null, h('th', { text: 'shape' }), h('th', { class: 'num', text: 'reference' }),
+    const torch = k.timings.some((r) => isNum(r.eager) || isNum(r.compile));
+    const head = h('tr', null, h('th', { text: 'shape' }), h('th', { class: 'num', text: 'reference' }),
       h('th', { class: 'num', text: 'this kernel' }), h('th', { class: 'num', text: '95% interval' }),
-      h('th', { class: 'num', text: 'speed-up' }), h('th', { class: 'num', text: '% of floor' }))));
+      h('th', { class: 'num', text: 'speed-up' }), h('th', { class: 'num', text: '% of floor' }));
+    if (torch) head.append(h('th', { class: 'num', text: 'PyTorch eager' }), h('th', { class: 'num', text: 'torch.compile' }),
+      h('th', { class: 'num', text: 'vs eager' }), h('th', { class: 'num', text: 'vs compile' }));
+    const t = h('table', { class: 'kb-timings' }, h('thead', null, head));
     const tb = h('tbody');
+    const ratio = (theirs, mine) => isNum(theirs) && mine > 0 ? speedup(theirs / mine) : '–';
     for (const r of k.timings) {
-      tb.append(h('tr', null, h('td', { text: r.shape_name || `#${r.shape}` }), h('td', { class: 'num', text: seconds(r.reference) }),
+      const tr = h('tr', null, h('td', { text: r.shape_name || `#${r.shape}` }), h('td', { class: 'num', text: seconds(r.reference) }),
         h('td', { class: 'num', text: seconds(r.seconds) }), h('td', { class: 'num', text: `${seconds(r.low)} – ${seconds(r.high)}` }),
         h('td', { class: 'num', text: isNum(r.reference) && r.seconds > 0 ? speedup(r.reference / r.seconds) : '–' }),
-        h('td', { class: 'num', text: isNum(r.floor) && r.seconds > 0 ? percent(100 * r.floor / r.seconds) : '–' })));
+        h('td', { class: 'num', text: isNum(r.floor) && r.seconds > 0 ? percent(100 * r.floor / r.seconds) : '–' }));
+      if (torch) tr.append(h('td', { class: 'num', text: isNum(r.eager) ? seconds(r.eager) : '–' }),
+        h('td', { class: 'num', text: isNum(r.compile) ? seconds(r.compile) : '–' }),
+        h('td', { class: 'num', text: ratio(r.eager, r.seconds) }), h('td', { class: 'num', text: ratio(r.compile, r.seconds) }));
+      tb.append(tr);
     }
     t.append(tb);
     return h('div', null, h('div', { class: 'muted', text: `Per-shape medians at ${k.timings_rung}` }), t);
@@ -552,8 +580,16 @@ footer { color: var(--muted); font-size: 12px; padding: 0 28px 24px; }
     s.append(h('h2', { text: p.name }));
     const lead = h('p', { class: 'lead' });
     if (p.best) {
+      const badges = torchBadges(p.best);
+      if (badges.length > 0) lead.append(h('span', { class: 'kb-headline' }, ...badges), h('br'));
       lead.append('Best: ', h('b', { text: speedup(p.best.incumbent_speedup) }), ` over the reference at ${p.best.incumbent_rung}, `,
         h('code', { text: p.best.id }), ' ', originPill(p.best.origin), ` (${p.best.strategy}, seed ${p.best.seed}). `);
+      const pj = D.journals[p.best.j] && D.journals[p.best.j].pytorch;
+      if (pj && pj.status === 'measured') {
+        lead.append(`PyTorch: torch ${pj.torch} on ${pj.device}, measured by the search. `);
+      } else if (pj) {
+        lead.append(`PyTorch not measured: ${pj.why}. `);
+      }
     } else {
       lead.append('No incumbent: no candidate was measured. ');
     }
@@ -561,7 +597,7 @@ footer { color: var(--muted); font-size: 12px; padding: 0 28px 24px; }
     s.append(lead);
     const funnels = h('div', { class: 'funnels' });
     p.groups.forEach((g, i) => funnels.append(funnelFigure(p, g, i)));
-    s.append(h('div', { class: 'charts' }, progressFigure(p), funnels));
+    s.append(h('div', { class: 'charts' }, progressFigure(D, p), funnels));
 
     s.append(h('h3', { text: 'Runs' }));
     const runs = h('div', { class: 'runs' });

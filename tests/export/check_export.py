@@ -6,13 +6,13 @@
 Inputs: the three committed H200 journals of bench/runs/2026-12-01-issue10 (softmax, sdpa_fp16,
 linear_relu_div), their best.json files, and for each of the ten CUDA problems a best.json made here from the
 problem's own reference kernel (reference.cu and its launch plan) at every benchmark shape, so that every
-examples/cuda_problems/*/export.json is exported, compiled and imported.
+CUDA problem (each declares its PyTorch computation in problem.json) is exported, compiled and imported.
 
 Both modes first check the command line (no tool needed):
   - a journal and the best.json written by the same run export the same kernel per shape (the journal's best
     per shape is tune's per_shape_best), benchmark shapes only;
   - exit 2 with a clear message for: a missing input, a journal where nothing passed the top rung, a host
-    problem (--problem examples/problems/softmax), a journal written by the host backend, an export.json whose
+    problem (--problem examples/problems/softmax), a journal written by the host backend, a PyTorch declaration whose
     view does not match the tensor's size, --to a non-empty directory without --force; with --force the
     package directory is replaced (a stale file in it goes) and other files stay.
 
@@ -211,14 +211,14 @@ def cli_checks(cli, work, exports):
     h = dict(header, evaluator="host/v1; compiler: g++")
     host.write_text("\n".join([json.dumps(h)] + lines[1:]) + "\n")
     expect_failure(cli, [host, "--to", out], r"only CUDA kernels can be exported", "a host journal")
-    # An export.json whose view of y does not have y's element count.
+    # A PyTorch declaration whose view of y does not have y's element count: the problem's loader refuses it.
     bad_problem = work / "inputs" / "softmax-bad-view"
     if bad_problem.exists():
         shutil.rmtree(bad_problem)
     shutil.copytree(CUDA_PROBLEMS / "softmax", bad_problem)
-    desc = json.loads((bad_problem / "export.json").read_text())
-    desc["views"]["y"] = ["R", "C", 2]
-    (bad_problem / "export.json").write_text(json.dumps(desc))
+    desc = json.loads((bad_problem / "problem.json").read_text())
+    desc["pytorch"]["views"]["y"] = ["R", "C", 2]
+    (bad_problem / "problem.json").write_text(json.dumps(desc))
     expect_failure(cli, [journal, "--to", out, "--problem", bad_problem],
                    r"views\.y at shape 'smoke': \[3, 257, 2\] has 1542 elements, but problem\.json's size of 'y'",
                    "a view that does not match the size")

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <kernelbrain/backends/cuda/evaluator.hpp>
 #include <kernelbrain/core/candidate.hpp>
@@ -242,4 +243,51 @@ TEST_CASE("cuda backend: timing, interleaved A/B and the baseline") {
   CHECK(m.res->registers > 0);
   CHECK(m.res->occupancy > 0);
   CHECK(ev.take_device_seconds() > 0);
+}
+
+TEST_CASE("cuda backend: the baseline times PyTorch eager and torch.compile on the same device, and checks them") {
+  // The gpu.cuda_backend test runs with KERNELBRAIN_PYTHON=none (the other baselines need no PyTorch);
+  // this one names the interpreter, which wins over the environment.
+  if (std::system("python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' >/dev/null 2>&1") !=
+      0) {
+    MESSAGE("no python3 with CUDA torch here: nothing to measure");
+    return;
+  }
+  const auto p = softmax();
+  cuda_options o;
+  o.pytorch.python = "python3";
+  o.pytorch.compile = true;
+  cuda_evaluator ev(p, o);
+  const auto b = ev.measure_baseline(p);
+  REQUIRE(b.pytorch);
+  auto const& t = *b.pytorch;
+  INFO(t.why);
+  REQUIRE(t.status == "measured");
+  CHECK(!t.torch_version.empty());
+  CHECK(t.driver_version > 0);
+  CHECK(t.samples == 30);
+  CHECK(t.device_seconds > 0);
+  // Charged like the reference: the device seconds include PyTorch's.
+  CHECK(ev.take_device_seconds() >= t.device_seconds);
+  std::size_t timed = 0, checked = 0;
+  for (std::size_t i = 0; i < p.shapes.size(); ++i) {
+    auto const& s = p.shapes[i];
+    auto const* row = t.at_index(i);
+    CAPTURE(s.name);
+    if (pytorch_timed_shape(s)) {
+      REQUIRE(row != nullptr);
+      CHECK(row->eager_seconds > 0);
+      CHECK(row->compile_seconds > 0);
+      // Not faster than the roofline floor allows (a time below it is a measuring bug).
+      CHECK(row->eager_seconds >= p.machine.floor_seconds(s) * 0.9);
+      ++timed;
+    }
+    if (row && row->checked) {
+      CHECK(row->eager_ok);
+      CHECK(row->compile_ok);
+      ++checked;
+    }
+  }
+  CHECK(timed >= 2);
+  CHECK(checked >= 1);
 }

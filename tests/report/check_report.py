@@ -29,11 +29,19 @@ What it checks:
   5. Failures exit 2 with a message naming what is wrong: a journal that does not exist, a file that is
      not a journal, no -o, -o into a folder that does not exist, a Chart.js file that does not exist.
 
+  6. PyTorch as the headline: a report of the committed GPU journals of bench/runs/2026-12-06-issue27 (CUDA
+     searches that timed PyTorch eager and torch.compile themselves) shows, in each problem's section, a
+     badge "vs PyTorch eager" and one "vs torch.compile" whose figures are the geometric mean computed here
+     from the journal (PyTorch's median / the best kernel's at each shape both timed), red where the kernel
+     loses; the per-shape table has PyTorch's columns; the page drawn --over eager renders with data over
+     eager, and --over eager on a journal without PyTorch fails naming it.
+
 Without Chromium (chromium, chromium-browser or google-chrome) it prints SKIPPED and exits 77, unless
 KB_REQUIRE_REPORT_TOOLS=1 (CI), when that is a failure.
 """
 import argparse
 import json
+import math
 import os
 import re
 import shutil
@@ -45,6 +53,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 ISSUE10 = ROOT / "bench" / "runs" / "2026-12-01-issue10" / "state"
+ISSUE27 = ROOT / "bench" / "runs" / "2026-12-06-issue27" / "journals"
 H200_PROBLEMS = ["softmax", "sdpa_fp16", "linear_relu_div"]
 HOSTILE = '</script><script>alert(1)</script><img src=x onerror="document.body.dataset.kbPwned=1">'
 VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
@@ -322,6 +331,81 @@ def check_failures(cli, work, good_journal):
              "a Chart.js that does not exist", env=env)
 
 
+def torch_expectations(path):
+    """From a journal: (problem, {"eager": geomean, "compile": geomean}) of its best kernel (its last new_best)
+    over PyTorch, computed here from the outcome lines, at the shapes both were timed."""
+    header, events, _ = journal_lines(path)
+    baseline, outcomes = None, {}
+    with open(path) as f:
+        for line in f:
+            o = json.loads(line)
+            if o.get("type") == "baseline" and baseline is None:
+                baseline = o
+            elif o.get("type") == "outcome":
+                outcomes[(o["id"], o["rung"])] = o
+    best = None
+    for e in events:
+        if e.get("kind") == "new_best":
+            best = (e["id"], e["rung"])
+    pt = baseline["pytorch"]
+    by_index = {s["index"]: s for s in pt["shapes"]}
+    out = {}
+    for side in ("eager", "compile"):
+        logs = []
+        for t in outcomes[best]["timings"]:
+            s = by_index.get(t["shape"])
+            theirs = s and s[side + "_seconds"]
+            mine = t["median"]
+            if theirs and mine:
+                logs.append(math.log(theirs / mine))
+        out[side] = math.exp(sum(logs) / len(logs)) if logs else None
+    return header["problem"], out
+
+
+def check_pytorch_page(cli, work, chromium):
+    journals = sorted(ISSUE27.glob("*.jsonl"))
+    if not check(len(journals) >= 3, f"expected the three issue-27 GPU journals in {ISSUE27}"):
+        return 0
+    page = work / "pytorch.html"
+    r = run([cli, "report", *journals, "-o", page])
+    if not check(r.returncode == 0, f"report of the issue-27 journals: exit {r.returncode}: {r.stderr.strip()}"):
+        return 0
+    dom = parse_dom(dump_dom(chromium, page, work))
+    body = dom.find_all("body")[0]
+    check(body.attrs.get("data-kb-rendered") == "ok", "the issue-27 page did not render")
+    badges = 0
+    for j in journals:
+        problem, want = torch_expectations(j)
+        sec = section_of(dom, problem)
+        if not check(sec is not None, f"no section for {problem}"):
+            continue
+        texts = [b.text() for b in sec.find_all("span", "kb-torch")]
+        for side, label in (("eager", "vs PyTorch eager"), ("compile", "vs torch.compile")):
+            got = [t for t in texts if label in t]
+            if not check(len(got) == 1 and want[side] is not None, f"{problem}: one '{label}' badge expected, got {texts}"):
+                continue
+            check(got[0].startswith(f"{want[side]:.2f}x") or got[0].startswith(f"{want[side]:.3g}x"),
+                  f"{problem}: badge {got[0]!r}, but the journal gives {want[side]:.4f}")
+            lose = [b for b in sec.find_all("span", "kb-torch") if label in b.text()][0].attrs["class"].split()
+            check(("lose" in lose) == (want[side] < 1), f"{problem}: badge {got[0]!r} coloured {lose}")
+            badges += 1
+        heads = [th.text() for th in sec.find_all("th")]
+        check("PyTorch eager" in heads and "torch.compile" in heads, f"{problem}: no PyTorch columns in {heads}")
+    over = work / "pytorch-over-eager.html"
+    r = run([cli, "report", *journals, "--over", "eager", "-o", over])
+    if check(r.returncode == 0, f"report --over eager: exit {r.returncode}: {r.stderr.strip()}"):
+        d = parse_dom(dump_dom(chromium, over, work))
+        check(d.find_all("body")[0].attrs.get("data-kb-rendered") == "ok", "the --over eager page did not render")
+        data = json.loads([n for n in d.find_all("script") if n.attrs.get("id") == "kb-data"][0].text())
+        check(data.get("over") == "eager", "the --over eager page's data is not over eager")
+        curves = sum(len(g["progress"]["median"]) for p in data["problems"] for g in p["groups"])
+        check(curves > 0, "the --over eager page has no progress points")
+    r = run([cli, "report", ISSUE10 / "softmax" / "journal.jsonl", "--over", "eager", "-o", work / "no.html"])
+    check(r.returncode == 2 and "holds no PyTorch measurement" in r.stderr,
+          f"--over eager on a journal without PyTorch: exit {r.returncode}: {r.stderr.strip()}")
+    return badges
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cli", required=True, help="the kernelbrain executable")
@@ -381,12 +465,16 @@ def main():
     # 5. Failures.
     check_failures(cli, work, synthetic[0])
 
+    # 6. PyTorch as the headline, from the GPU journals.
+    badges = check_pytorch_page(cli, work, chromium)
+
     took = time.monotonic() - start
     if failures:
         print(f"report.browser: {len(failures)} check(s) failed ({took:.0f} s)")
         return 1
     print(f"report.browser: OK: {len(journals)} journals, {charts} charts drawn, {rows} candidate rows, page "
-          f"{size / 1024:.0f} KiB; header-only page, hostile strings and 5 failure cases checked ({took:.0f} s)")
+          f"{size / 1024:.0f} KiB; header-only page, hostile strings and 5 failure cases checked; {badges} PyTorch "
+          f"badges checked against the GPU journals ({took:.0f} s)")
     return 0
 
 

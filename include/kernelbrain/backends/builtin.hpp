@@ -97,6 +97,8 @@ inline bool provide_builtin_backends() {
       [](backend_request const& req) -> std::unique_ptr<evaluator> {
         cuda_options o;
         o.visible_device = req.device;
+        o.pytorch.enabled = req.pytorch && !req.recording;
+        o.pytorch.timeout = req.pytorch_timeout;
         if (req.recording) {  // a sweep: their cost per point would dominate it; replay gives the static diagnosis
           o.sanitize = false;
           o.profile = false;

@@ -37,6 +37,10 @@ struct backend_request {
   /// What a backend needs besides the problem: the synthetic backend a synthetic_landscape const*,
   /// the replay backend a recording const*. Empty for host and CUDA.
   std::any context;
+  /// Time PyTorch eager and torch.compile beside the reference where the backend can (CUDA: a Python
+  /// with torch, backends/common/pytorch_baseline.hpp); false: do not (tune --no-pytorch). Sweeps never do.
+  bool pytorch = true;
+  double pytorch_timeout = 600;  ///< seconds the PyTorch run may take (tune shortens it under --wall)
 };
 
 /// A problem a backend made from a name or a file rather than a problem directory (the synthetic

@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 #include "kernelbrain/core/diagnosis_tags.hpp"
 #include "kernelbrain/core/error.hpp"
@@ -180,6 +181,28 @@ struct expert_hint {
   std::vector<diagnosis_move> diagnosis_moves;  ///< template moves per diagnosis tag, in file order
 };
 
+/// What a problem computes in PyTorch terms (problem.json's "pytorch": inline, or the file it names).
+/// problem.json describes flat buffers; this gives each tensor its logical sizes and the PyTorch
+/// expression over them, so that the search can time PyTorch eager and torch.compile at every timed
+/// shape, and `export` can write a package whose fallback is that expression (docs/problem-format.md).
+struct pytorch_declaration {
+  std::string file;        ///< where it was read: problem.json, or the file problem.json names
+  std::string function;    ///< a Python name for the operation, e.g. "softmax" (the export's alias)
+  std::string expression;  ///< one line of Python over the tensor and attribute names, e.g. "torch.softmax(x, dim=1)"
+  /// Where `expression` needs a newer PyTorch: the attribute path it needs ("torch.nn.functional.
+  /// scaled_dot_product_attention") and the expression used where that is missing. Both empty when none.
+  std::string compat_requires, compat_expression;
+  std::vector<std::pair<std::string, std::vector<std::string>>> views;  ///< tensor -> sizes (expressions over dims)
+  std::vector<std::pair<std::string, std::string>> attributes;          ///< (dim, keyword argument name), in file order
+  std::string note;                                                     ///< prose, may be empty
+  /// The sizes of `tensor`'s view (nullptr when it has none).
+  [[nodiscard]] std::vector<std::string> const* view(std::string_view tensor) const {
+    for (auto const& [name, sizes] : views)
+      if (name == tensor) return &sizes;
+    return nullptr;
+  }
+};
+
 /// A problem. Built in code or loaded from a problem directory by a backend.
 struct problem {
   std::string name;
@@ -188,13 +211,14 @@ struct problem {
   tolerance tol;
   roofline machine;  ///< ceilings for the floor; zeros disable the check
   std::vector<expert_hint> catalogue;
-  std::optional<std::string> seed_source;  ///< a known-correct starting candidate, if any
-  std::vector<tensor_spec> inputs;         ///< kernel inputs, in argument order
-  std::vector<tensor_spec> outputs;        ///< kernel outputs, in argument order
-  std::vector<std::string> dim_order;      ///< the order dims are passed to the kernel
-  std::string reference_source;            ///< trusted reference implementation (backend language)
-  std::string reference_launch;            ///< the reference's launch plan as JSON text (CUDA); "" for host
-  std::string description;                 ///< prose for people and LLM prompts
+  std::optional<std::string> seed_source;      ///< a known-correct starting candidate, if any
+  std::vector<tensor_spec> inputs;             ///< kernel inputs, in argument order
+  std::vector<tensor_spec> outputs;            ///< kernel outputs, in argument order
+  std::vector<std::string> dim_order;          ///< the order dims are passed to the kernel
+  std::string reference_source;                ///< trusted reference implementation (backend language)
+  std::string reference_launch;                ///< the reference's launch plan as JSON text (CUDA); "" for host
+  std::string description;                     ///< prose for people and LLM prompts
+  std::optional<pytorch_declaration> pytorch;  ///< what it computes in PyTorch terms, if declared
   /// Backend settings from the problem file: "precision" (fp32, tf32, 3xtf32, fp16), "arch"
   /// (sm_90, or sm_90a for Hopper-only instructions such as wgmma: the NVRTC target),
   /// "nvrtc_check.max_spill_bytes", "nvrtc_check.max_registers".

@@ -1,6 +1,6 @@
 // Exporting tuned kernels (docs/export.md): the best kernel of each tuned shape of a journal or a best.json
 // as a standalone CUDA source with a C++ header, an example and a Makefile, and as a PyTorch package.
-// load_model finds the best kernel of each tuned shape, loads the problem and its export.json, resolves
+// load_model finds the best kernel of each tuned shape, loads the problem and its PyTorch declaration, resolves
 // every launch plan at every tuned shape and builds an export_model; cuda_files writes the standalone CUDA
 // files from it, torch_files the PyTorch package, package_files all of them with a README and a manifest.
 // Nothing in the generated files is evaluated at run time: sizes, launch configurations and workspace
@@ -22,7 +22,8 @@
 
 namespace kernelbrain::exporting {
 
-/// A problem's export.json: what its kernels mean in PyTorch terms (problem.json has flat sizes only).
+/// A problem's PyTorch declaration, as the export uses it: what its kernels mean in PyTorch terms (problem.json has
+/// flat sizes only).
 struct description {
   std::filesystem::path file;
   std::string function;  ///< the Python alias of forward, e.g. "softmax"
@@ -65,11 +66,13 @@ struct kernel_block {
 struct tuned_shape {
   std::string name;
   std::map<std::string, std::int64_t> dims;
-  std::vector<std::vector<std::int64_t>> sizes;  ///< per tensor, inputs then outputs (export.json's views)
+  std::vector<std::vector<std::int64_t>> sizes;  ///< per tensor, inputs then outputs (the declaration's views)
   std::vector<std::int64_t> attributes;          ///< the attribute dims' values, in description order
   std::optional<double> speedup;                 ///< over the problem's reference kernel, as tuned
   std::optional<double> median_seconds;          ///< the kernel's median at the top rung (journals only)
   std::optional<double> reference_seconds;       ///< the reference's (journals only)
+  std::optional<double> eager_seconds;           ///< PyTorch eager's, where the tuning run measured it
+  std::optional<double> compile_seconds;         ///< torch.compile's, likewise
   std::string candidate, family, origin, params;
   std::size_t block = 0;                     ///< index into export_model::blocks
   std::vector<std::uint64_t> scratch_bytes;  ///< per scratch buffer

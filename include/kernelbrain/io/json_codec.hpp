@@ -87,11 +87,46 @@ inline json::value to_json(std::vector<double> const& xs) {
   return a;
 }
 
+inline json::value to_json(pytorch_timing const& t) {
+  json::object o;
+  o["status"] = text(t.status);
+  o["why"] = text(t.why);
+  o["python"] = text(t.python);
+  o["torch"] = text(t.torch_version);
+  o["cuda"] = text(t.cuda_version);
+  o["driver"] = t.driver_version;
+  o["device"] = text(t.device);
+  o["settings"] = text(t.settings);
+  o["samples"] = t.samples;
+  o["device_seconds"] = number(t.device_seconds);
+  o["wall_seconds"] = number(t.wall_seconds);
+  json::array shapes;
+  for (auto const& s : t.shapes) {
+    json::object r;
+    r["shape"] = text(s.shape);
+    r["index"] = s.index;
+    r["eager_seconds"] = number(s.eager_seconds);
+    r["compile_seconds"] = number(s.compile_seconds);
+    r["checked"] = s.checked;
+    r["eager_ok"] = s.eager_ok;
+    r["compile_ok"] = s.compile_ok;
+    r["eager_rel_err"] = number(s.eager_rel_err);
+    r["compile_rel_err"] = number(s.compile_rel_err);
+    r["eager_error"] = text(s.eager_error);
+    r["compile_error"] = text(s.compile_error);
+    r["detail"] = text(s.detail);
+    shapes.push_back(std::move(r));
+  }
+  o["shapes"] = std::move(shapes);
+  return o;
+}
+
 inline json::object baseline_json(baseline const& b) {
   json::object o;
   o["seconds"] = to_json(b.seconds);
   o["weights"] = to_json(b.weights);
   o["floor_seconds"] = to_json(b.floor_seconds);
+  if (b.pytorch) o["pytorch"] = to_json(*b.pytorch);
   return o;
 }
 
@@ -232,8 +267,49 @@ inline std::vector<double> doubles_from(json::object const& o, std::string_view 
   return out;
 }
 
+inline pytorch_timing pytorch_timing_from(json::value const& v) {
+  auto const& o = as_object(v, "pytorch");
+  pytorch_timing t;
+  t.status = get_string(o, "status");
+  if (t.status != "measured" && t.status != "unavailable" && t.status != "failed")
+    throw bad_line("'pytorch.status' is '" + t.status + "', not measured, unavailable or failed");
+  t.why = get_string(o, "why");
+  t.python = get_string(o, "python");
+  t.torch_version = get_string(o, "torch");
+  t.cuda_version = get_string(o, "cuda");
+  t.driver_version = as_int(field(o, "driver"), "driver");
+  t.device = get_string(o, "device");
+  t.settings = get_string(o, "settings");
+  t.samples = get_int(o, "samples");
+  t.device_seconds = get_double(o, "device_seconds");
+  t.wall_seconds = get_double(o, "wall_seconds");
+  for (auto const& sv : as_array(field(o, "shapes"), "pytorch.shapes")) {
+    auto const& r = as_object(sv, "pytorch.shapes[]");
+    pytorch_shape s;
+    s.shape = get_string(r, "shape");
+    s.index = get_uint(r, "index");
+    s.eager_seconds = get_double(r, "eager_seconds");
+    s.compile_seconds = get_double(r, "compile_seconds");
+    s.checked = get_bool(r, "checked");
+    s.eager_ok = get_bool(r, "eager_ok");
+    s.compile_ok = get_bool(r, "compile_ok");
+    s.eager_rel_err = get_double(r, "eager_rel_err");
+    s.compile_rel_err = get_double(r, "compile_rel_err");
+    s.eager_error = get_string(r, "eager_error");
+    s.compile_error = get_string(r, "compile_error");
+    s.detail = get_string(r, "detail");
+    t.shapes.push_back(std::move(s));
+  }
+  return t;
+}
+
 inline baseline baseline_from(json::object const& o) {
-  return {doubles_from(o, "seconds"), doubles_from(o, "weights"), doubles_from(o, "floor_seconds")};
+  baseline b;
+  b.seconds = doubles_from(o, "seconds");
+  b.weights = doubles_from(o, "weights");
+  b.floor_seconds = doubles_from(o, "floor_seconds");
+  if (auto const* p = o.if_contains("pytorch")) b.pytorch = pytorch_timing_from(*p);
+  return b;
 }
 
 inline median_ci median_ci_from(json::object const& o) {

@@ -19,6 +19,7 @@ struct loaded_journal {
   /// The problem's shape names by index, where the problem the header names was found and has as many
   /// shapes as the journal's baseline (journals keep shape indices only); empty otherwise (shown as #i).
   std::vector<std::string> shape_names = {};
+  std::vector<std::string> shape_tiers = {};  ///< the same problem's shape tiers, likewise
 };
 
 /// The shape names of the problem a journal's header names (journals keep shape indices only), looked up
@@ -40,9 +41,19 @@ struct loaded_journal {
 
 /// The page's data (embedded in the page as JSON): the journals' header blocks and, per problem, the
 /// progress curves with seed bands, the rung funnels, the best kernel with its lineage, and the candidate
-/// rows. `title` is the page's title; `generated` when it was made (UTC, ISO 8601).
+/// rows. `title` is the page's title; `generated` when it was made (UTC, ISO 8601). `over` is what the
+/// progress curves are a speed-up over: "reference" (the score's), "eager" or "compile" (PyTorch's, from
+/// the journals' PyTorch measurement: the geometric mean over the shapes the incumbent's rung timed;
+/// kernelbrain::error when a journal has none).
 [[nodiscard]] boost::json::object report_data(std::vector<loaded_journal> const& journals, std::string const& title,
-                                              std::string const& generated, std::string const& chartjs_version);
+                                              std::string const& generated, std::string const& chartjs_version,
+                                              std::string const& over = "reference");
+
+/// The per-problem, per-shape tables docs/results.md shows, in Markdown, from the report's data: for
+/// each problem its best kernel's median per shape against the reference and, where the journal
+/// measured them, PyTorch eager and torch.compile, with the share of the roofline floor; then what
+/// each journal is (file, strategy, seed, device, torch). `command` is printed above the tables.
+[[nodiscard]] std::string markdown_tables(boost::json::object const& data, std::string const& command);
 
 /// The rung names of a header's ladder digest ("smoke,screen,confirm/c7bd55cc" -> smoke, screen, confirm).
 [[nodiscard]] std::vector<std::string> rung_names(std::string const& ladder);

@@ -16,10 +16,11 @@ namespace kernelbrain::report {
 
 /// What a page is made of besides the journals.
 struct page_inputs {
-  std::string title;      ///< the page's title (HTML-escaped on the page)
-  std::string chartjs;    ///< Chart.js's UMD build (chart.min.js), inlined
-  std::string generated;  ///< when the page was made (UTC, ISO 8601)
-  std::string nonce;      ///< the Content-Security-Policy nonce of the page's scripts (new_nonce())
+  std::string title;               ///< the page's title (HTML-escaped on the page)
+  std::string chartjs;             ///< Chart.js's UMD build (chart.min.js), inlined
+  std::string generated;           ///< when the page was made (UTC, ISO 8601)
+  std::string nonce;               ///< the Content-Security-Policy nonce of the page's scripts (new_nonce())
+  std::string over = "reference";  ///< what the progress curves are a speed-up over (report_data's `over`)
 };
 
 /// The whole page.

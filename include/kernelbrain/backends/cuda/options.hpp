@@ -5,6 +5,7 @@
 #include <functional>
 #include <string>
 #include <vector>
+#include "kernelbrain/backends/common/pytorch_baseline.hpp"
 
 namespace kernelbrain {
 
@@ -46,9 +47,12 @@ struct cuda_options {
   /// its wall time is charged as device time) where ncu is found and works. Without ncu, or when it
   /// fails, the diagnosis is the static one and says why (docs/profiling.md). false: no ncu runs.
   bool profile = true;
-  std::string ncu_path;                            ///< empty: $NCU, ncu on PATH, $CUDA_HOME/bin, /usr/local/cuda/bin,
-                                                   ///< /opt/nvidia/nsight-compute/*/
-  double profile_timeout = 180;                    ///< wall-clock seconds per ncu run, then it is killed
+  std::string ncu_path;          ///< empty: $NCU, ncu on PATH, $CUDA_HOME/bin, /usr/local/cuda/bin,
+                                 ///< /opt/nvidia/nsight-compute/*/
+  double profile_timeout = 180;  ///< wall-clock seconds per ncu run, then it is killed
+  /// PyTorch eager and torch.compile timed with the baseline (measure_baseline), in a Python process
+  /// of its own on this evaluator's device; visible_device and flush_bytes are this evaluator's.
+  pytorch_options pytorch;
   std::function<void(int pid)> on_timing_request;  ///< test hook
 };
 

@@ -297,6 +297,167 @@ inline void evaluate_shapes(reader const& r, json::object const& top, problem& p
   }
 }
 
+/// `text` (a hand-written JSON file, comments allowed) as a JSON value; errors name `shown` and the line.
+inline json::value parse_document(std::string const& text, std::string const& shown) {
+  json::parse_options opts;
+  opts.allow_comments = true;  // a problem file is written by hand: let it explain itself
+  json_reader::document_parser parser(opts, json_reader::repeated_keys::refused);
+  auto doc = parser.parse(text);
+  if (!doc) {
+    auto const& dup = parser.repeated_key();
+    const auto at = line_column(text, parser.stop());
+    if (!dup.empty()) throw error(shown + ": duplicate key '" + dup + "' at " + at + ": each field may appear once");
+    throw error(shown + ": not valid JSON: " + parser.error().message() + " at " + at);
+  }
+  // The parser stops after one complete value; anything but white space after it is a mistake.
+  if (const auto rest = parser.trailing(text); rest != std::string::npos)
+    throw error(shown + ": not valid JSON: text after the end of the object at " + line_column(text, rest));
+  return std::move(*doc);
+}
+
+/// "[1024, 4096]".
+inline std::string sizes_text(std::vector<std::int64_t> const& sizes) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < sizes.size(); ++i) out += (i ? ", " : "") + std::to_string(sizes[i]);
+  return out + "]";
+}
+
+/// One line of Python: no newline, no backslash, no triple quote (it is pasted into generated code).
+inline bool one_line_python(std::string const& s) {
+  return !s.empty() && s.find_first_of("\n\r\\") == std::string::npos && s.find("\"\"\"") == std::string::npos;
+}
+
+/// The PyTorch declaration: an object (fields below, inline in problem.json at "pytorch") or the name of
+/// a JSON file in the problem directory holding that object. Checked against the problem: every tensor
+/// has a view and every view names a tensor, each size is an expression over the dims, every view's
+/// element count is the tensor's size at every shape, and every dim appears in a view or is an attribute.
+inline pytorch_declaration pytorch_decl(reader const& r, json::value const& v, problem const& p,
+                                        std::filesystem::path const& dir) {
+  pytorch_declaration d;
+  std::optional<json::value> named;
+  std::optional<reader> file_reader;
+  std::string base = "pytorch";
+  if (v.is_string()) {
+    const auto name = r.string(v, "pytorch");
+    const auto text = r.file(v, "pytorch");
+    const auto path = (dir / std::filesystem::path(name)).lexically_normal();
+    const std::string shown = path.string() + " (problem.json's \"pytorch\")";
+    named = parse_document(text, shown);
+    file_reader.emplace(dir, shown);
+    base.clear();
+    d.file = path.string();
+  } else {
+    d.file = (dir / std::filesystem::path(problem_file_name)).string();
+  }
+  reader const& fr = file_reader ? *file_reader : r;
+  auto const& o = fr.object(named ? *named : v, base);
+  fr.only(o, base, {"function", "expression", "compat", "views", "attributes", "note"});
+  d.function = fr.identifier(fr.required(o, base, "function"), member(base, "function"));
+  d.expression = fr.string(fr.required(o, base, "expression"), member(base, "expression"));
+  if (!one_line_python(d.expression))
+    fr.fail(member(base, "expression"), "must be one line of Python (no newline, backslash or triple quote)");
+  if (auto const* n = reader::optional(o, "note")) d.note = fr.string(*n, member(base, "note"), true);
+  if (auto const* c = reader::optional(o, "compat")) {
+    const auto at = member(base, "compat");
+    auto const& co = fr.object(*c, at);
+    fr.only(co, at, {"requires", "otherwise"});
+    d.compat_requires = fr.string(fr.required(co, at, "requires"), member(at, "requires"));
+    d.compat_expression = fr.string(fr.required(co, at, "otherwise"), member(at, "otherwise"));
+    if (!d.compat_requires.starts_with("torch.") ||
+        d.compat_requires.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.") !=
+            std::string::npos)
+      fr.fail(member(at, "requires"), "'" + d.compat_requires + "' is not an attribute path torch.<name>[.<name>...]");
+    if (!one_line_python(d.compat_expression))
+      fr.fail(member(at, "otherwise"), "must be one line of Python (no newline, backslash or triple quote)");
+  }
+
+  std::vector<std::string> tensor_names;
+  for (auto const* list : {&p.inputs, &p.outputs})
+    for (auto const& t : *list) tensor_names.push_back(t.name);
+  const auto views_at = member(base, "views");
+  auto const& vo = fr.object(fr.required(o, base, "views"), views_at);
+  std::vector<std::string> covered;
+  for (auto const& [key, value] : vo) {
+    const std::string name(key);
+    const auto at = member(views_at, name);
+    if (std::find(tensor_names.begin(), tensor_names.end(), name) == tensor_names.end())
+      fr.fail(at, "'" + name + "' is no input or output of the problem (they are " + joined(tensor_names) + ")");
+    auto const& arr = fr.array(value, at);
+    if (arr.empty()) fr.fail(at, "must list the tensor's sizes");
+    std::vector<std::string> sizes;
+    for (std::size_t i = 0; i < arr.size(); ++i) {
+      const auto ei = element(at, i);
+      if (arr[i].is_string()) {
+        sizes.push_back(fr.string(arr[i], ei));
+        fr.check_expression(sizes.back(), ei, p.dim_order, "the dims are");
+        const symbol_lookup mark = [&covered](std::string_view n) -> std::optional<std::int64_t> {
+          covered.emplace_back(n);
+          return 1;
+        };
+        try {
+          (void)evaluate_expression(sizes.back(), mark);
+        } catch (error const&) {  // division by zero at all-ones: the names were recorded already
+        }
+      } else if (auto const n = json_reader::to_int64(arr[i]); n && *n >= 1) {
+        sizes.push_back(std::to_string(*n));
+      } else {
+        fr.fail(ei,
+                "expected a size expression (a string) or an integer >= 1, found " + std::string(kind_name(arr[i])));
+      }
+    }
+    d.views.emplace_back(name, std::move(sizes));
+  }
+  for (auto const& n : tensor_names)
+    if (!d.view(n)) fr.fail(views_at, "no view for tensor '" + n + "'");
+
+  if (auto const* a = reader::optional(o, "attributes")) {
+    const auto at = member(base, "attributes");
+    for (auto const& [key, value] : fr.object(*a, at)) {
+      const std::string dim(key);
+      const auto ad = member(at, dim);
+      if (std::find(p.dim_order.begin(), p.dim_order.end(), dim) == p.dim_order.end())
+        fr.fail(ad, "'" + dim + "' is not a dim of the problem (the dims are " + joined(p.dim_order) + ")");
+      const auto arg = fr.identifier(value, ad);
+      if (std::find(tensor_names.begin(), tensor_names.end(), arg) != tensor_names.end() ||
+          std::any_of(d.attributes.begin(), d.attributes.end(), [&](auto const& x) { return x.second == arg; }))
+        fr.fail(ad, "'" + arg + "' is already the name of a tensor or another attribute");
+      d.attributes.emplace_back(dim, arg);
+      covered.push_back(dim);
+    }
+  }
+  for (auto const& dim : p.dim_order)
+    if (std::find(covered.begin(), covered.end(), dim) == covered.end())
+      fr.fail(views_at, "dim '" + dim + "' appears in no view and is no attribute: calls that differ only in '" + dim +
+                            "' could not be told apart");
+
+  // Every view's element count is the tensor's size at every shape.
+  for (auto const& s : p.shapes) {
+    const symbol_lookup look = [&s](std::string_view n) -> std::optional<std::int64_t> {
+      auto it = s.dims.find(std::string(n));
+      if (it == s.dims.end()) return std::nullopt;
+      return it->second;
+    };
+    for (auto const* list : {&p.inputs, &p.outputs})
+      for (auto const& t : *list) {
+        const auto at = member(views_at, t.name) + " at shape '" + s.name + "'";
+        std::vector<std::int64_t> sizes;
+        std::int64_t product = 1;
+        for (auto const& e : *d.view(t.name)) {
+          const auto n = fr.evaluate(e, at, look, "");
+          if (n < 1) fr.fail(at, "size '" + e + "' is " + std::to_string(n));
+          sizes.push_back(n);
+          if (__builtin_mul_overflow(product, n, &product)) fr.fail(at, "the element count overflows");
+        }
+        const auto expected = fr.evaluate(t.size, at, look, "");
+        if (product != expected)
+          fr.fail(at, sizes_text(sizes) + " has " + std::to_string(product) +
+                          " elements, but problem.json's size of '" + t.name + "' (" + t.size + ") is " +
+                          std::to_string(expected));
+      }
+  }
+  return d;
+}
+
 /// Every ${NAME} in `text`, in order of first use.
 inline std::vector<std::string> placeholders(std::string const& text) {
   std::vector<std::string> out;
@@ -450,12 +611,12 @@ inline expert_hint hint(reader const& r, json::value const& v, std::string const
   return h;
 }
 
-inline problem parse(reader const& r, json::value const& doc) {
+inline problem parse(reader const& r, json::value const& doc, std::filesystem::path const& dir) {
   if (!doc.is_object()) r.fail("", "the top level must be an object, found " + std::string(kind_name(doc)));
   auto const& top = doc.get_object();
   r.only(top, "",
          {"name", "backend", "signature", "description", "dims", "inputs", "outputs", "shapes", "tolerance", "cost",
-          "machine", "reference", "seed", "catalogue", "precision", "arch", "nvrtc_check"});
+          "machine", "reference", "seed", "catalogue", "precision", "arch", "nvrtc_check", "pytorch"});
   problem p;
   if (auto const* d = reader::optional(top, "description")) p.description = r.string(*d, "description", true);
   p.name = r.string(r.required(top, "", "name"), "name");
@@ -524,6 +685,7 @@ inline problem parse(reader const& r, json::value const& doc) {
     }
   }
   if (auto const* s = reader::optional(top, "seed")) p.seed_source = r.file(*s, "seed");
+  if (auto const* t = reader::optional(top, "pytorch")) p.pytorch = pytorch_decl(r, *t, p, dir);
 
   if (auto const* c = reader::optional(top, "catalogue")) {
     auto const& arr = r.array(*c, "catalogue");
@@ -571,20 +733,8 @@ problem load_problem(std::filesystem::path const& where) {
     text = std::move(buf).str();
   }
 
-  json::parse_options opts;
-  opts.allow_comments = true;  // a problem file is written by hand: let it explain itself
-  detail::json_reader::document_parser parser(opts, detail::json_reader::repeated_keys::refused);
-  const auto doc = parser.parse(text);
-  if (!doc) {
-    auto const& dup = parser.repeated_key();
-    const auto at = pj::line_column(text, parser.stop());
-    if (!dup.empty()) throw error(shown + ": duplicate key '" + dup + "' at " + at + ": each field may appear once");
-    throw error(shown + ": not valid JSON: " + parser.error().message() + " at " + at);
-  }
-  // The parser stops after one complete value; anything but white space after it is a mistake.
-  if (const auto rest = parser.trailing(text); rest != std::string::npos)
-    throw error(shown + ": not valid JSON: text after the end of the object at " + pj::line_column(text, rest));
-  auto p = pj::parse(pj::reader(dir, shown), *doc);
+  const auto doc = pj::parse_document(text, shown);
+  auto p = pj::parse(pj::reader(dir, shown), doc, dir);
   p.directory = dir.string();
   return p;
 }

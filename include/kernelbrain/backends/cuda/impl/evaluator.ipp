@@ -416,6 +416,13 @@ baseline cuda_evaluator::measure_baseline(problem const& p) {
       throw error("cuda backend: " + v.detail);
     b.seconds.push_back(median_with_ci(out.samples_a).median);
   }
+  // PyTorch at the same shapes, on the same device, while this evaluator's worker is idle (the lock is
+  // held); its device time is charged like the reference's.
+  auto po = s.opt.pytorch;
+  po.visible_device = s.opt.visible_device;
+  po.flush_bytes = s.opt.flush_bytes;
+  b.pytorch = measure_pytorch(s.prob, po);
+  s.spent += b.pytorch->device_seconds;
   return b;
 }
 

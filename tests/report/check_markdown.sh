@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# kernelbrain report --markdown on the committed GPU journals of bench/runs/2026-12-06-issue27 gives exactly
+# the committed tables (tables.md, which docs/results.md quotes): the published figures are generated from
+# journals, and a change to how they are computed shows up here.
+#   tests/report/check_markdown.sh CLI   (run from anywhere; paths are the repository's)
+set -euo pipefail
+CLI=$1
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$ROOT"
+DIR=bench/runs/2026-12-06-issue27
+got=$("$CLI" report $DIR/journals/softmax.jsonl $DIR/journals/linear_relu_div.jsonl $DIR/journals/sdpa_fp16.jsonl \
+  --markdown -o -)
+if ! diff -u $DIR/tables.md <(printf '%s\n' "$got"); then
+  echo "FAIL: report --markdown differs from $DIR/tables.md (above)"
+  exit 1
+fi
+for want in "vs eager" "vs torch.compile" "Over PyTorch eager:" "Over torch.compile:"; do
+  grep -qF "$want" <<<"$got" || { echo "FAIL: the tables do not say '$want'"; exit 1; }
+done
+echo "report.markdown: OK: $(grep -c '^| ' <<<"$got") table lines, identical to $DIR/tables.md"
