@@ -85,6 +85,11 @@ int run_check(check_options const& o) {
   fmt::print("  signature   {}\n  tolerance   rtol {} atol {} (|out - ref| <= atol + rtol * max|ref|)\n",
              prob.signature, prob.tol.rtol, prob.tol.atol);
   if (auto iso = backends().isolation(backend); !iso.empty()) fmt::print("  sandbox     {}\n", iso);
+  if (prob.pytorch)
+    fmt::print("  pytorch     {} (declared in {}; the CUDA search times it beside the reference)\n",
+               prob.pytorch->expression, prob.pytorch->file);
+  else
+    fmt::print("  pytorch     not declared: speed-ups are over the reference only (docs/problem-format.md)\n");
   std::fflush(stdout);
 
   // The reference on every shape, against the floor.

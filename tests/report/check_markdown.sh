@@ -8,6 +8,10 @@ CLI=$1
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$ROOT"
 DIR=bench/runs/2026-12-06-issue27
+if [ ! -d $DIR/journals ]; then
+  echo "SKIPPED: no GPU journals committed in $DIR/journals yet (they come from gpu-run.sh on the GPU machine)"
+  exit 77
+fi
 got=$("$CLI" report $DIR/journals/softmax.jsonl $DIR/journals/linear_relu_div.jsonl $DIR/journals/sdpa_fp16.jsonl \
   --markdown -o -)
 if ! diff -u $DIR/tables.md <(printf '%s\n' "$got"); then
