@@ -233,7 +233,8 @@ EOF)");
   CHECK(t.find("resnext_32x256x56x56_g32")->eager_seconds == 0.001);
 
   const auto req = boost::json::parse(slurp(dir.path / "request.json")).as_object();
-  CHECK(req.at("expression").as_string() == "torch.nn.functional.conv2d(x, w, stride=1, padding=padding, groups=groups)");
+  CHECK(req.at("expression").as_string() ==
+        "torch.nn.functional.conv2d(x, w, stride=1, padding=padding, groups=groups)");
   CHECK(req.at("samples").as_int64() == 30);
   std::size_t timed = 0, checked = 0;
   for (auto const& sv : req.at("shapes").as_array()) {
@@ -257,7 +258,8 @@ TEST_CASE("measure_pytorch: a crash, a hang and a malformed result each say what
   kb_test::temp_dir dir("pytorch_fail");
   const auto p = load_problem(cuda_problem("softmax"));
   {
-    const auto t = measure_pytorch(p, quick(fake_python(dir, "py-crash", "echo 'CUDA error: out of memory' >&2; exit 3")));
+    const auto t =
+        measure_pytorch(p, quick(fake_python(dir, "py-crash", "echo 'CUDA error: out of memory' >&2; exit 3")));
     CHECK(t.status == "failed");
     CHECK(t.why.find("exited with status 3") != std::string::npos);
     CHECK(t.why.find("CUDA error: out of memory") != std::string::npos);
@@ -276,7 +278,9 @@ TEST_CASE("measure_pytorch: a crash, a hang and a malformed result each say what
   }
   {
     // Writes what it measured, then hangs: killed at the time limit, the measured shape kept.
-    auto o = quick(fake_python(dir, "py-hang", R"(echo '{"status": "measured", "torch": "2.11.0", "shapes": [{"name": "4096x65536", "eager_s": 0.001, "compile_s": 0.0009}]}' > "$3"
+    auto o = quick(fake_python(
+        dir, "py-hang",
+        R"(echo '{"status": "measured", "torch": "2.11.0", "shapes": [{"name": "4096x65536", "eager_s": 0.001, "compile_s": 0.0009}]}' > "$3"
 sleep 60)"));
     o.timeout = 1.5;
     const auto start = std::chrono::steady_clock::now();
@@ -403,7 +407,8 @@ TEST_CASE("measure_pytorch: the real script on CPU torch, where python3 has torc
   // Small shapes: the script's path, not the problem's sizes, is under test.
   std::vector<shape> small;
   for (auto s : p.shapes) {
-    s.dims = {{"R", s.tier == "odd" ? 5 : 64}, {"C", s.tier == "odd" ? 333 : 1000 + static_cast<std::int64_t>(small.size())}};
+    s.dims = {{"R", s.tier == "odd" ? 5 : 64},
+              {"C", s.tier == "odd" ? 333 : 1000 + static_cast<std::int64_t>(small.size())}};
     small.push_back(s);
   }
   p.shapes = small;

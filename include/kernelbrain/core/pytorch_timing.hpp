@@ -16,18 +16,18 @@ namespace kernelbrain {
 /// PyTorch at one shape of the problem. Times are medians in seconds; 0 where not measured (a
 /// correctness shape, a failure: the *_error field says which).
 struct pytorch_shape {
-  std::string shape;             ///< the problem's shape name
-  std::size_t index = 0;         ///< its index in problem::shapes (journals and timings keep indices)
-  double eager_seconds = 0;      ///< PyTorch eager
-  double compile_seconds = 0;    ///< torch.compile(dynamic=False), after its compile
-  bool checked = false;          ///< the outputs were compared with the float64 reference here
-  bool eager_ok = true;          ///< eager met the problem's tolerance (where checked)
-  bool compile_ok = true;        ///< torch.compile met it (where checked)
-  double eager_rel_err = 0;      ///< max |error| / max |reference| (where checked)
+  std::string shape;           ///< the problem's shape name
+  std::size_t index = 0;       ///< its index in problem::shapes (journals and timings keep indices)
+  double eager_seconds = 0;    ///< PyTorch eager
+  double compile_seconds = 0;  ///< torch.compile(dynamic=False), after its compile
+  bool checked = false;        ///< the outputs were compared with the float64 reference here
+  bool eager_ok = true;        ///< eager met the problem's tolerance (where checked)
+  bool compile_ok = true;      ///< torch.compile met it (where checked)
+  double eager_rel_err = 0;    ///< max |error| / max |reference| (where checked)
   double compile_rel_err = 0;
-  std::string eager_error;       ///< why eager has no time or failed, empty when it ran
-  std::string compile_error;     ///< the same for torch.compile
-  std::string detail;            ///< the comparison in words ("max |error| 3e-7, bound 1e-5")
+  std::string eager_error;    ///< why eager has no time or failed, empty when it ran
+  std::string compile_error;  ///< the same for torch.compile
+  std::string detail;         ///< the comparison in words ("max |error| 3e-7, bound 1e-5")
 };
 
 /// What the search learnt about PyTorch: the times per shape with the versions they were measured
@@ -60,18 +60,18 @@ struct pytorch_timing {
 /// median / the kernel's (above 1: the kernel is faster).
 struct pytorch_comparison {
   struct side {
-    std::size_t shapes = 0;       ///< shapes with both times
-    double geomean = 0;           ///< geometric mean of the speed-ups
-    double min = 0, max = 0;      ///< the smallest and largest speed-up
-    std::size_t slower = 0;       ///< shapes where the kernel is slower (speed-up < 1)
+    std::size_t shapes = 0;         ///< shapes with both times
+    double geomean = 0;             ///< geometric mean of the speed-ups
+    double min = 0, max = 0;        ///< the smallest and largest speed-up
+    std::size_t slower = 0;         ///< shapes where the kernel is slower (speed-up < 1)
     bool out_of_tolerance = false;  ///< PyTorch's output failed the problem's tolerance at a correctness shape
   };
   side eager, compile;
 };
 
 /// `kernel`: (shape name, median seconds) of the kernel being compared.
-[[nodiscard]] inline pytorch_comparison compare_with_pytorch(pytorch_timing const& t,
-                                                             std::vector<std::pair<std::string, double>> const& kernel) {
+[[nodiscard]] inline pytorch_comparison compare_with_pytorch(
+    pytorch_timing const& t, std::vector<std::pair<std::string, double>> const& kernel) {
   pytorch_comparison c;
   auto add = [](pytorch_comparison::side& s, double theirs, double mine, double& log_sum) {
     if (!(theirs > 0) || !(mine > 0) || !std::isfinite(theirs) || !std::isfinite(mine)) return;

@@ -51,8 +51,8 @@ inline json::object request(problem const& p, pytorch_options const& o, double d
   r["compat_requires"] = d.compat_requires;
   r["compat_expression"] = d.compat_expression;
   json::array inputs, outputs, attributes;
-  for (auto const& t : p.inputs) inputs.push_back(json::object{{"name", t.name}, {"dtype", t.dtype},
-                                                               {"distribution", t.distribution}});
+  for (auto const& t : p.inputs)
+    inputs.push_back(json::object{{"name", t.name}, {"dtype", t.dtype}, {"distribution", t.distribution}});
   for (auto const& t : p.outputs) outputs.push_back(json::object{{"name", t.name}, {"dtype", t.dtype}});
   for (auto const& [dim, arg] : d.attributes) attributes.push_back(json::array{json::string(dim), json::string(arg)});
   r["inputs"] = std::move(inputs);
@@ -89,7 +89,10 @@ inline json::object request(problem const& p, pytorch_options const& o, double d
       sizes[tensor] = std::move(a);
     }
     for (auto const& [dim, arg] : d.attributes) attrs[arg] = s.dims.at(dim);
-    shapes.push_back(json::object{{"name", s.name}, {"timed", timed}, {"check", check}, {"sizes", std::move(sizes)},
+    shapes.push_back(json::object{{"name", s.name},
+                                  {"timed", timed},
+                                  {"check", check},
+                                  {"sizes", std::move(sizes)},
                                   {"attributes", std::move(attrs)}});
   }
   r["shapes"] = std::move(shapes);
@@ -119,7 +122,8 @@ inline pytorch_timing parse_result(std::string const& text) {
   auto const& o = v.as_object();
   pytorch_timing t;
   t.status = str_of(o, "status");
-  if (t.status != "measured" && t.status != "unavailable") throw std::runtime_error("unknown status '" + t.status + "'");
+  if (t.status != "measured" && t.status != "unavailable")
+    throw std::runtime_error("unknown status '" + t.status + "'");
   t.why = str_of(o, "why");
   t.python = str_of(o, "python");
   t.torch_version = str_of(o, "torch");
@@ -164,7 +168,8 @@ struct scratch_dir {
     auto base = std::filesystem::temp_directory_path(ec);
     if (ec) base = "/tmp";
     std::string tmpl = (base / "kernelbrain-pytorch-XXXXXX").string();
-    if (::mkdtemp(tmpl.data()) == nullptr) throw error("pytorch baseline: cannot create a directory in " + base.string());
+    if (::mkdtemp(tmpl.data()) == nullptr)
+      throw error("pytorch baseline: cannot create a directory in " + base.string());
     path = tmpl;
   }
   ~scratch_dir() {
@@ -250,10 +255,10 @@ pytorch_timing measure_pytorch(problem const& p, pytorch_options const& o) {
     std::error_code ec;
     if (!std::filesystem::exists(res, ec)) {
       t.status = run.started ? "failed" : "unavailable";
-      t.why = !run.started        ? "cannot run " + python + ": " + pr::tail_lines(run.output, 2)
-              : run.timed_out     ? "timed out after " + std::to_string(static_cast<int>(o.timeout)) + " s before any result"
-                                  : python + " " + detail::describe_wait_status(run.wait_status) + ": " +
-                                    pr::tail_lines(run.output, 3);
+      t.why = !run.started ? "cannot run " + python + ": " + pr::tail_lines(run.output, 2)
+              : run.timed_out
+                  ? "timed out after " + std::to_string(static_cast<int>(o.timeout)) + " s before any result"
+                  : python + " " + detail::describe_wait_status(run.wait_status) + ": " + pr::tail_lines(run.output, 3);
       return t;
     }
     auto got = pr::parse_result(pr::read_file(res));
@@ -267,7 +272,8 @@ pytorch_timing measure_pytorch(problem const& p, pytorch_options const& o) {
     got.wall_seconds = run.seconds;
     if (run.timed_out)
       got.why += (got.why.empty() ? "" : "; ") + std::string("stopped at the time limit (") +
-                 std::to_string(static_cast<int>(o.timeout)) + " s): the shapes after the last measured one have no times";
+                 std::to_string(static_cast<int>(o.timeout)) +
+                 " s): the shapes after the last measured one have no times";
     else if (!run.succeeded())
       got.why += (got.why.empty() ? "" : "; ") + python + " " + detail::describe_wait_status(run.wait_status) + ": " +
                  pr::tail_lines(run.output, 3);
