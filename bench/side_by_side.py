@@ -93,9 +93,12 @@ DEFAULT_PREP = os.path.join(ROOT, "build", "release", "kernelbrain_kernel_prep")
 HBM_BYTES_PER_S = 4.3e12  # BENCHMARKS.md's LB bandwidth (measured copy)
 HBM_PEAK_BYTES_PER_S = 4.8e12  # the datasheet peak: below bytes / this is physically impossible
 RESULT_TAG = "@@RESULT "
-# GPU cycles the spin before each timed call lasts (about 50 us at the H200's clocks): longer than
-# Python takes to record an event and launch a plan, so no launch gap is timed (see time_fn).
-SPIN_CYCLES = 100_000
+# GPU cycles the spin before each timed call lasts (about 0.5 ms at the H100's and H200's clocks): longer
+# than Python takes to record an event and launch a plan, or torch.compile's wrapper to check its guards and
+# launch, so no launch gap is timed (see time_fn). It was 100,000 (about 50 us) until 2026-12-06, when on an
+# H100 torch.compile at softmax 16x16384 measured 20 us here and 30 us in the search's own PyTorch
+# measurement: its Python dispatch outlasted the spin (bench/runs/2026-12-06-issue27/).
+SPIN_CYCLES = 1_000_000
 
 
 # ---------------------------------------------------------------------------------------------

@@ -81,7 +81,7 @@ def main(request_path, result_path):
         return finish()
     dtypes = {"f32": torch.float32, "f16": torch.float16}
     samples, warmup = max(1, int(req.get("samples", 30))), max(0, int(req.get("warmup", 1)))
-    spin = int(req.get("spin_cycles", 100000))
+    spin = int(req.get("spin_cycles", 1000000))
     flush = None
     if device == "cuda":
         l2 = int(getattr(torch.cuda.get_device_properties(dev), "L2_cache_size", 0) or 0)
