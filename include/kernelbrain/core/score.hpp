@@ -13,7 +13,7 @@ struct baseline {
   std::vector<double> floor_seconds;  ///< roofline floor per shape (0 where unknown)
   /// PyTorch eager and torch.compile at the same shapes, where the backend measured them (CUDA, with
   /// a Python that has torch): for reading speed-ups over PyTorch; scores stay over `seconds`.
-  std::optional<pytorch_timing> pytorch;
+  std::optional<pytorch_timing> pytorch = std::nullopt;
 };
 
 /// Higher is better. `speedup` is over the baseline on the measured shapes; `value` is what
