@@ -3,7 +3,9 @@
 # recorded CUDA problem (bench/recordings), replayed, 10 seeds, each problem under one device-time
 # budget for all strategies: what exhaustive needs to sweep every recorded point once at its one rung
 # (so that exhaustive always finishes; measured with `kernelbrain ablate REC --strategies exhaustive
-# --seeds 1 --budget 100000s`, rounded up). Seconds on two cores; no GPU.
+# --seeds 1 --budget 100000s`, rounded up). Those sweeps were measured while replay charged every rung
+# measurement twice (issue 28); charged once, a sweep costs 50-55% of its budget (the budgets are kept,
+# bench/runs/2026-12-06-ablation-replay/exhaustive-sweep.txt). Seconds on two cores; no GPU.
 #   bench/ablation-replay.sh [KERNELBRAIN] [SEEDS] [STRATEGIES]   (the table on stdout)
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)

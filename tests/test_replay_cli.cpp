@@ -49,6 +49,11 @@ TEST_CASE("fidelity on a recording: a table per shape and per rung") {
        {"| 32x32x512x128 | medium | 1 |", "| smoke | 32x32x512x128 | 3 |", "| screen with 3 samples, 1 warm-up |",
         "| confirm | smoke, odd, odd_d64, 32x32x512x128 | 30 |"})
     CHECK_MESSAGE(contains(r.out, row), row, " not in: ", r.out);
+  // The device cost per point is what the engine charges for the rung, once (replay reports it through
+  // take_device_seconds(), issue 28): the screen's recorded trial plus 1 + 5 runs, whatever the draws.
+  CHECK_MESSAGE(
+      std::regex_search(r.out, std::regex(R"(\| screen \| 32x32x512x128 \| 5 \| [0-9.]+ \| [0-9.]+ \| 72\.55 \|)")),
+      r.out);
 }
 
 TEST_CASE("record: a host sweep in two parts, replayed, and its usage errors") {

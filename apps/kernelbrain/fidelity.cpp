@@ -87,16 +87,16 @@ rung_figures judge(replay_evaluator& ev, std::vector<candidate> const& cands, st
                    rung const& r, baseline const& base, int draws, std::uint64_t seed) {
   rung_figures f;
   const speedup_scorer scorer;
+  (void)ev.take_device_seconds();  // spent before this rung (the baseline's): not its cost
   for (int d = 0; d < draws; ++d) {
     std::vector<double> got;
     double secs = 0;
     for (std::size_t i = 0; i < cands.size(); ++i) {
       const auto m =
           ev.measure(cands[i], r, measure_request{derive_seed(seed, "fidelity", d * 1'000'003ULL + i), nullptr});
-      secs += m.device_seconds;
+      secs += m.device_seconds + ev.take_device_seconds();  // what the engine charges (replay reports the latter)
       got.push_back(m.result ? scorer.score(m, base).value : 0.0);
     }
-    (void)ev.take_device_seconds();
     f.rho += spearman(got, truth);
     f.recall += recall(got, truth, 5, 1.0 / 3);
     f.seconds += secs / static_cast<double>(cands.size());
