@@ -12,8 +12,9 @@ if [ ! -d $DIR/journals ]; then
   echo "SKIPPED: no GPU journals committed in $DIR/journals yet (they come from gpu-run.sh on the GPU machine)"
   exit 77
 fi
-got=$("$CLI" report $DIR/journals/softmax.jsonl $DIR/journals/linear_relu_div.jsonl $DIR/journals/sdpa_fp16.jsonl \
-  --markdown -o -)
+# The journals in name order, as collect.sh gives them when it makes tables.md.
+mapfile -t journals < <(ls $DIR/journals/*.jsonl | sort)
+got=$("$CLI" report "${journals[@]}" --markdown -o -)
 if ! diff -u $DIR/tables.md <(printf '%s\n' "$got"); then
   echo "FAIL: report --markdown differs from $DIR/tables.md (above)"
   exit 1

@@ -29,7 +29,7 @@ What it checks:
   5. Failures exit 2 with a message naming what is wrong: a journal that does not exist, a file that is
      not a journal, no -o, -o into a folder that does not exist, a Chart.js file that does not exist.
 
-  6. PyTorch as the headline: a report of the committed GPU journals of bench/runs/2026-12-06-issue27 (CUDA
+  6. PyTorch as the headline: a report of the committed GPU journals in bench/runs/2026-12-06-issue27/journals (CUDA
      searches that timed PyTorch eager and torch.compile themselves) shows, in each problem's section, a
      badge "vs PyTorch eager" and one "vs torch.compile" whose figures are the geometric mean computed here
      from the journal (PyTorch's median / the best kernel's at each shape both timed), red where the kernel
@@ -367,8 +367,6 @@ def check_pytorch_page(cli, work, chromium):
     if not journals:
         print(f"note: no GPU journals in {ISSUE27} yet (gpu-run.sh makes them): the PyTorch headline is not checked")
         return 0
-    if not check(len(journals) >= 3, f"expected the three issue-27 GPU journals in {ISSUE27}"):
-        return 0
     page = work / "pytorch.html"
     r = run([cli, "report", *journals, "-o", page])
     if not check(r.returncode == 0, f"report of the issue-27 journals: exit {r.returncode}: {r.stderr.strip()}"):
@@ -387,7 +385,8 @@ def check_pytorch_page(cli, work, chromium):
             got = [t for t in texts if label in t]
             if not check(len(got) == 1 and want[side] is not None, f"{problem}: one '{label}' badge expected, got {texts}"):
                 continue
-            check(got[0].startswith(f"{want[side]:.2f}x") or got[0].startswith(f"{want[side]:.3g}x"),
+            shown = re.match(r"([0-9]+(?:\.[0-9]+)?)[x×]", got[0])
+            check(shown is not None and abs(float(shown.group(1)) - want[side]) <= 0.006,
                   f"{problem}: badge {got[0]!r}, but the journal gives {want[side]:.4f}")
             lose = [b for b in sec.find_all("span", "kb-torch") if label in b.text()][0].attrs["class"].split()
             check(("lose" in lose) == (want[side] < 1), f"{problem}: badge {got[0]!r} coloured {lose}")
