@@ -374,7 +374,15 @@ TEST_CASE("compare_with_pytorch: geometric mean, range and where the kernel lose
   odd.checked = true;
   odd.eager_ok = false;
   t.shapes = {row("a", 0, 2e-3, 1e-3), row("b", 1, 1e-3, 0), odd};
-  const auto c = compare_with_pytorch(t, {{"a", 1e-3}, {"b", 2e-3}, {"odd", 1e-5}, {"missing", 1.0}});
+  // The kernel's timings by shape index: a, b, odd, and a shape PyTorch has no row for.
+  std::vector<shape_timing> kernel;
+  for (auto [index, median] : {std::pair<std::size_t, double>{0, 1e-3}, {1, 2e-3}, {2, 1e-5}, {7, 1.0}}) {
+    shape_timing k;
+    k.shape = index;
+    k.stats.median = median;
+    kernel.push_back(k);
+  }
+  const auto c = compare_with_pytorch(t, kernel);
   CHECK(c.eager.shapes == 2);
   CHECK(c.eager.geomean == doctest::Approx(1.0));  // 2x and 0.5x
   CHECK(c.eager.min == doctest::Approx(0.5));

@@ -119,9 +119,9 @@ int run_eval(eval_options const& o) {
   if (!m.timings.empty()) print_shape_table(prob, m.timings, base.seconds, "candidate", torch);
   if (m.result.passed()) {
     fmt::print("\n  {:<16} {:.3f}x over the reference\n", "speedup", speedup_scorer{}.score(m, base).speedup);
-    print_pytorch_rows(torch, prob, m.timings);
+    print_pytorch_rows(torch, m.timings);
   } else if (torch && !torch->measured()) {
-    print_pytorch_rows(torch, prob, m.timings);
+    print_pytorch_rows(torch, m.timings);
   }
   if (!m.diagnosis.empty()) fmt::print("\n  diagnosis\n    {}\n", m.diagnosis);
   std::fflush(stdout);

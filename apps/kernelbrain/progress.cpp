@@ -81,21 +81,15 @@ std::string ratio_text(pytorch_comparison::side const& s) {
   return out;
 }
 
-std::vector<std::pair<std::string, double>> kernel_times(problem const& p, std::span<shape_timing const> timings) {
-  std::vector<std::pair<std::string, double>> out;
-  for (auto const& t : timings) out.emplace_back(p.shapes[t.shape].name, t.stats.median);
-  return out;
-}
-
 }  // namespace
 
-void print_pytorch_rows(pytorch_timing const* pt, problem const& p, std::span<shape_timing const> timings) {
+void print_pytorch_rows(pytorch_timing const* pt, std::span<shape_timing const> timings) {
   if (!pt) return;
   if (!pt->measured()) {
     row("vs PyTorch", "not measured: " + pt->why);
     return;
   }
-  const auto c = compare_with_pytorch(*pt, kernel_times(p, timings));
+  const auto c = compare_with_pytorch(*pt, timings);
   row("vs PyTorch eager", ratio_text(c.eager));
   row("vs torch.compile", ratio_text(c.compile));
   row("  PyTorch", fmt::format("torch {} (CUDA {}, driver {}) on {}, {} samples a shape, {:.1f} device s{}",
@@ -141,7 +135,7 @@ void print_summary(run_description const& run, search_result const& r, progress_
                                              : std::to_string(r.best_rung));
     row("  speedup", fixed(r.best_score->speedup, 3) + "x over the reference");
     if (auto const& m = r.best->results[r.best_rung]; m && r.reference.pytorch)
-      print_pytorch_rows(&*r.reference.pytorch, *run.prob, m->timings);
+      print_pytorch_rows(&*r.reference.pytorch, m->timings);
     // Every digit: runs that should be identical (a resumed one and an uninterrupted one) compare exactly.
     row("  score", fmt::format("{:.17g}", r.best_score->value));
   } else {
@@ -170,7 +164,7 @@ void print_shape_table(problem const& p, std::span<shape_timing const> timings, 
     fmt::print("  {:<14} {:11.3f} ms {:11.3f} ms {:8.2f}x {:>11}", sh.name, ref * 1e3, mine * 1e3, ref / mine,
                floor > 0 ? fixed(100.0 * floor / mine, 1) + "%" : std::string("-"));
     if (torch) {
-      auto const* s = pytorch->find(sh.name);
+      auto const* s = pytorch->at_index(t.shape);
       const double e = s ? s->eager_seconds : 0, c = s ? s->compile_seconds : 0;
       fmt::print(" {:>12} {:>12} {:>9} {:>10}", ms(e), ms(c), ratio(e, mine), ratio(c, mine));
     }

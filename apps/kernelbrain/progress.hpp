@@ -59,9 +59,8 @@ struct run_description {
   std::string strategy;  ///< canonical text, as the journal records it
   std::uint64_t seed = 0;
   std::string budget_text;
-  std::string backend_note;       ///< one line from the backend (e.g. CUDA compiles and worker starts); may be empty
-  std::string model;              ///< what answers prompts (empty: no model)
-  problem const* prob = nullptr;  ///< the problem searched (shape names for the PyTorch comparison)
+  std::string backend_note;  ///< one line from the backend (e.g. CUDA compiles and worker starts); may be empty
+  std::string model;         ///< what answers prompts (empty: no model)
 };
 
 /// The end-of-run summary table on stdout.
@@ -77,7 +76,7 @@ void print_shape_table(problem const& p, std::span<shape_timing const> timings, 
 
 /// The summary's rows on PyTorch: the speed-up of `timings` over eager and torch.compile (geometric mean,
 /// range, where it loses) and what PyTorch was measured with; or why it was not measured.
-void print_pytorch_rows(pytorch_timing const* pytorch, problem const& p, std::span<shape_timing const> timings);
+void print_pytorch_rows(pytorch_timing const* pytorch, std::span<shape_timing const> timings);
 
 /// Per-shape times of the incumbent against the reference, at the incumbent's best rung (nothing when
 /// no candidate passed).

@@ -368,7 +368,6 @@ int search_and_report(tune_options const& o, problem const& prob, std::string co
   run.seed = o.seed;
   run.budget_text = o.budget_text;
   run.backend_note = backend_note(local);
-  run.prob = &prob;
   print_summary(run, r, progress, ladder, journal ? &*journal : nullptr);
   print_shapes(prob, r);
   if (o.best_out) write_best(*o.best_out, prob, shape_best);

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <kernelbrain/backends/cuda/diagnosis.hpp>
 #include <kernelbrain/backends/registry.hpp>
+#include <kernelbrain/io/json_codec.hpp>
 #include <kernelbrain/io/problem_loader.hpp>
 #include <kernelbrain/version.hpp>
 #include <map>
@@ -92,10 +93,7 @@ struct analysis {
 /// kernel's over the shapes where both were measured; nothing when there are none.
 std::optional<double> over_pytorch(pytorch_timing const& pt, std::vector<shape_timing> const& timings,
                                    std::string_view over) {
-  std::vector<std::pair<std::string, double>> mine;
-  for (auto const& t : timings)
-    if (auto const* s = pt.at_index(t.shape)) mine.emplace_back(s->shape, t.stats.median);
-  const auto c = compare_with_pytorch(pt, mine);
+  const auto c = compare_with_pytorch(pt, timings);
   auto const& side = over == "compile" ? c.compile : c.eager;
   if (side.shapes == 0) return std::nullopt;
   return side.geomean;
@@ -151,17 +149,17 @@ analysis analyse(loaded_journal const& j, std::size_t index, std::string_view ov
         promoted.insert(key);
         break;
       case event_kind::new_best:
-        if (e.value && over != "reference") {
-          // The incumbent's speed-up over PyTorch at the rung it was measured at (nothing to plot where
-          // that rung timed no shape PyTorch was timed at).
-          pytorch_timing const* pt = c.reference && c.reference->pytorch ? &*c.reference->pytorch : nullptr;
-          auto it = by_key.find(key);
-          if (pt && pt->measured() && it != by_key.end())
-            if (auto y = over_pytorch(*pt, it->second->m.timings, over)) a.progress.push_back({cumulative, *y, e.rung});
-          a.incumbent = e;
-          ++a.new_bests;
-        } else if (e.value) {
-          a.progress.push_back({cumulative, e.value->speedup, e.rung});
+        if (e.value) {
+          std::optional<double> y = e.value->speedup;
+          if (over != "reference") {
+            // The incumbent's speed-up over PyTorch at the rung it was measured at (nothing to plot where
+            // that rung timed no shape PyTorch was timed at).
+            y.reset();
+            pytorch_timing const* pt = c.reference && c.reference->pytorch ? &*c.reference->pytorch : nullptr;
+            if (auto it = by_key.find(key); pt && pt->measured() && it != by_key.end())
+              y = over_pytorch(*pt, it->second->m.timings, over);
+          }
+          if (y) a.progress.push_back({cumulative, *y, e.rung});
           a.incumbent = e;
           ++a.new_bests;
         }
@@ -326,10 +324,7 @@ json::object kernel_json(analysis const& a, candidate_id id) {
       timings.push_back(std::move(row));
     }
     if (ref && ref->pytorch && ref->pytorch->measured()) {
-      std::vector<std::pair<std::string, double>> mine;
-      for (auto const& t : out->m.timings)
-        if (auto const* s = ref->pytorch->at_index(t.shape)) mine.emplace_back(s->shape, t.stats.median);
-      const auto c = compare_with_pytorch(*ref->pytorch, mine);
+      const auto c = compare_with_pytorch(*ref->pytorch, out->m.timings);
       auto side = [](pytorch_comparison::side const& s) -> json::value {
         if (s.shapes == 0) return nullptr;
         json::object so;
@@ -550,20 +545,8 @@ json::object journal_json(analysis const& a) {
   o["stop"] = a.stop;
   o["baseline"] = c.reference.has_value();
   o["pytorch"] = nullptr;
-  if (c.reference && c.reference->pytorch) {
-    auto const& t = *c.reference->pytorch;
-    json::object p;
-    p["status"] = t.status;
-    p["why"] = t.why;
-    p["torch"] = t.torch_version;
-    p["cuda"] = t.cuda_version;
-    p["driver"] = t.driver_version;
-    p["device"] = t.device;
-    p["settings"] = t.settings;
-    p["samples"] = t.samples;
-    p["device_seconds"] = number(t.device_seconds);
-    o["pytorch"] = std::move(p);
-  }
+  if (c.reference && c.reference->pytorch)
+    o["pytorch"] = kernelbrain::detail::journal_json::to_json(*c.reference->pytorch);
   if (a.incumbent) {
     json::object b;
     b["id"] = a.incumbent->id.str();

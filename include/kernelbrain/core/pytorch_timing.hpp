@@ -6,10 +6,11 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
-#include <utility>
 #include <vector>
+#include "kernelbrain/core/measurement.hpp"
 
 namespace kernelbrain {
 
@@ -69,9 +70,9 @@ struct pytorch_comparison {
   side eager, compile;
 };
 
-/// `kernel`: (shape name, median seconds) of the kernel being compared.
-[[nodiscard]] inline pytorch_comparison compare_with_pytorch(
-    pytorch_timing const& t, std::vector<std::pair<std::string, double>> const& kernel) {
+/// `kernel`: the compared kernel's timings (by shape index, as measurements and journals keep them).
+[[nodiscard]] inline pytorch_comparison compare_with_pytorch(pytorch_timing const& t,
+                                                             std::span<shape_timing const> kernel) {
   pytorch_comparison c;
   auto add = [](pytorch_comparison::side& s, double theirs, double mine, double& log_sum) {
     if (!(theirs > 0) || !(mine > 0) || !std::isfinite(theirs) || !std::isfinite(mine)) return;
@@ -88,11 +89,11 @@ struct pytorch_comparison {
     eager_failed = eager_failed || (s.checked && !s.eager_ok);
     compile_failed = compile_failed || (s.checked && !s.compile_ok);
   }
-  for (auto const& [name, seconds] : kernel) {
-    auto const* s = t.find(name);
+  for (auto const& k : kernel) {
+    auto const* s = t.at_index(k.shape);
     if (!s) continue;
-    add(c.eager, s->eager_seconds, seconds, le);
-    add(c.compile, s->compile_seconds, seconds, lc);
+    add(c.eager, s->eager_seconds, k.stats.median, le);
+    add(c.compile, s->compile_seconds, k.stats.median, lc);
   }
   if (c.eager.shapes > 0) c.eager.geomean = std::exp(le / static_cast<double>(c.eager.shapes));
   if (c.compile.shapes > 0) c.compile.geomean = std::exp(lc / static_cast<double>(c.compile.shapes));

@@ -144,9 +144,8 @@ struct named_executable {
   std::string_view env_hint = {};     ///< said after "ENV_VAR='...' is not an executable file" (may be empty)
 };
 
-/// Where CUDA's command-line tools (compute-sanitizer, ncu) are looked for, in order: each directory of
-/// $PATH, then $CUDA_HOME/bin, then /usr/local/cuda/bin.
-[[nodiscard]] inline std::vector<std::string> cuda_tool_dirs() {
+/// The directories of $PATH, in order (empty entries kept: callers skip them).
+[[nodiscard]] inline std::vector<std::string> path_dirs() {
   std::vector<std::string> dirs;
   if (char const* path = std::getenv("PATH")) {
     const std::string p(path);
@@ -157,6 +156,13 @@ struct named_executable {
       b = e + 1;
     }
   }
+  return dirs;
+}
+
+/// Where CUDA's command-line tools (compute-sanitizer, ncu) are looked for, in order: each directory of
+/// $PATH, then $CUDA_HOME/bin, then /usr/local/cuda/bin.
+[[nodiscard]] inline std::vector<std::string> cuda_tool_dirs() {
+  std::vector<std::string> dirs = path_dirs();
   if (char const* h = std::getenv("CUDA_HOME"); h && *h) dirs.push_back(std::string(h) + "/bin");
   dirs.emplace_back("/usr/local/cuda/bin");
   return dirs;

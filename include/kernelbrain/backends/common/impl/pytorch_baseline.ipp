@@ -194,27 +194,17 @@ std::string find_python(pytorch_options const& o, std::string& why) {
     why = "turned off (" + from + "=none)";
     return {};
   }
-  if (!named.empty()) {
-    if (named.find('/') == std::string::npos) {  // a name: look it up on PATH
-      for (auto const& dir : detail::cuda_tool_dirs())
-        if (!dir.empty() && detail::is_executable_file(dir + "/" + named)) return dir + "/" + named;
-    } else if (detail::is_executable_file(named)) {
-      return named;
-    }
+  if (named.find('/') != std::string::npos) {
+    if (detail::is_executable_file(named)) return named;
     why = from + "='" + named + "' is not an executable file";
     return {};
   }
-  if (char const* path = std::getenv("PATH")) {
-    const std::string p(path);
-    for (std::size_t b = 0; b <= p.size();) {
-      const auto e = p.find(':', b);
-      const auto dir = p.substr(b, e == std::string::npos ? std::string::npos : e - b);
-      if (!dir.empty() && detail::is_executable_file(dir + "/python3")) return dir + "/python3";
-      if (e == std::string::npos) break;
-      b = e + 1;
-    }
-  }
-  why = "no python3 on PATH (set KERNELBRAIN_PYTHON to a Python that has torch)";
+  // A name (python3 when none is given): looked up on PATH.
+  const std::string name = named.empty() ? "python3" : named;
+  for (auto const& dir : detail::path_dirs())
+    if (!dir.empty() && detail::is_executable_file(dir + "/" + name)) return dir + "/" + name;
+  why = named.empty() ? "no python3 on PATH (set KERNELBRAIN_PYTHON to a Python that has torch)"
+                      : from + "='" + named + "' is not an executable file on PATH";
   return {};
 }
 
