@@ -123,11 +123,15 @@ struct generator_axis {
 struct gate_axis {
   struct interface : erased_policy {
     virtual verdict admit(candidate const& c, evaluator& e) = 0;
+    [[nodiscard]] virtual std::vector<std::size_t> checked_shapes() const = 0;
   };
   template <class T>
   struct model final : erased_holder<interface, T> {
     using erased_holder<interface, T>::erased_holder;
     verdict admit(candidate const& c, evaluator& e) override { return this->value.admit(c, e); }
+    [[nodiscard]] std::vector<std::size_t> checked_shapes() const override {
+      return gate_checked_shapes_if_able(this->value);
+    }
   };
   template <class T>
   static constexpr bool models = gate<T>;
@@ -224,6 +228,8 @@ class any_gate : public detail::basic_any<detail::gate_axis> {
  public:
   using basic_any::basic_any;
   verdict admit(candidate const& c, evaluator& e) { return self_->admit(c, e); }
+  /// The optional hook, always present here (none for a gate without it).
+  [[nodiscard]] std::vector<std::size_t> checked_shapes() const { return self_->checked_shapes(); }
 };
 
 /// Any fidelity ladder, chosen at run time.

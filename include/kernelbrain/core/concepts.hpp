@@ -137,6 +137,19 @@ std::vector<candidate> settle_if_able(P& p) {
   else
     return {};
 }
+/// A gate that says at which shapes admit() runs correctness trials (policy_gate::checked_shapes).
+template <class G>
+concept checking_gate = requires(G const& g) {
+  { g.checked_shapes() } -> std::convertible_to<std::vector<std::size_t>>;
+};
+/// g.checked_shapes() when G has the hook; none otherwise.
+template <class G>
+std::vector<std::size_t> gate_checked_shapes_if_able(G const& g) {
+  if constexpr (checking_gate<G>)
+    return g.checked_shapes();
+  else
+    return {};
+}
 /// Calls p.observe(e) when P has the hook; nothing otherwise.
 template <class P>
 void observe_if_able(P& p, event const& e) {

@@ -182,7 +182,7 @@ class engine {
         o.gate = pol_.gate.admit(t.cand, e);
       }
       if (o.gate.passed()) {
-        measure_request req{t.seed, t.incumbent ? &*t.incumbent : nullptr};
+        measure_request req{t.seed, t.incumbent ? &*t.incumbent : nullptr, t.checked};
         o.m = e.measure(t.cand, rungs()[t.rung], req);
         if (o.m.result.passed()) reject_below_floor(o.m, problem_, baseline_);
       }
@@ -405,6 +405,12 @@ class engine {
     t.seed = derive_seed(opt_.seed, "measure", r.id.value ^ (static_cast<std::uint64_t>(r.rung) << 56));
     if (rungs()[r.rung].interleaved)
       if (auto const* b = view().best(); b && b->cand.id != r.id) t.incumbent = b->cand;
+    // Where the candidate passed correctness trials already: the gate's shapes (it runs first, and a
+    // candidate it refuses is never measured) and every rung it passed.
+    t.checked = gate_checked_shapes_if_able(pol_.gate);
+    for (std::size_t k = 0; k < rec.results.size(); ++k)
+      if (rec.results[k] && rec.results[k]->result.passed())
+        t.checked.insert(t.checked.end(), rungs()[k].shapes.begin(), rungs()[k].shapes.end());
     if (rec.state == candidate_state::fresh) history_.take_fresh(*idx);
     if (rec.top_rung >= 0 && static_cast<int>(r.rung) > rec.top_rung) {
       ++history_.counters().promotions;

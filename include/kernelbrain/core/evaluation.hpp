@@ -5,6 +5,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 #include "kernelbrain/core/candidate.hpp"
 #include "kernelbrain/core/measurement.hpp"
 #include "kernelbrain/core/verdict.hpp"
@@ -18,6 +19,7 @@ struct evaluation_task {
   bool run_gate = false;               ///< first evaluation of this candidate: gate before timing
   std::optional<candidate> incumbent;  ///< for interleaved rungs
   std::uint64_t seed = 0;              ///< fresh-input seed for this evaluation
+  std::vector<std::size_t> checked;    ///< shapes the candidate passed correctness trials at (measure_request::checked)
 };
 
 struct evaluation_outcome {

@@ -17,6 +17,17 @@ namespace kernelbrain {
 struct measure_request {
   std::uint64_t seed = 0;                ///< for fresh inputs; derived by the driver, unknown to candidates
   candidate const* incumbent = nullptr;  ///< for interleaved A/B rungs; null when there is none
+  /// Shapes at which this candidate already passed fresh-input correctness trials (the gate's, a lower
+  /// rung's): the measurement checks only the rung's other shapes before timing. Correctness trials once
+  /// per candidate and shape (issue 28); a backend that checks timed calls still checks those.
+  std::span<std::size_t const> checked = {};
+
+  /// Whether shape `s` still needs its correctness trials in this measurement.
+  [[nodiscard]] bool needs_check(std::size_t s) const noexcept {
+    for (auto c : checked)
+      if (c == s) return false;
+    return true;
+  }
 };
 
 class evaluator {

@@ -1,15 +1,23 @@
-// The default scheduler: asynchronous successive halving over the ladder (ASHA). A candidate in the
-// top 1/eta of its rung is promoted as soon as that is known; a promotion to a rung above the first
-// also asks the generator to mutate the promoted candidate (coarse-to-fine): at once, or, for a rung
+// The default scheduler: asynchronous successive halving over the ladder (ASHA): a candidate in the top
+// 1/eta of its rung is promoted as soon as that is known. (promotion=balanced: by spend instead, the best
+// candidate of a rung not yet measured at the next promoted whenever the rung below has spent at least
+// what the next has plus one of its measurements, so that nothing is dropped for good; measured against
+// ASHA on the recordings in docs/design-notes.md, and slower there once the ladder was lean.) A promotion to a rung
+// above the first also asks the generator to mutate the promoted candidate (coarse-to-fine): at once, or, for a rung
 // that profiles, when that measurement is in, so that the diagnosis steers the moves and the prompts. Exploration gives
 // way to refinement as the budget is spent. Stops on stagnation or on reaching a fraction of the roofline.
 #pragma once
 #include <cstdint>
 #include <deque>
+#include <functional>
+#include <optional>
+#include <set>
+#include <string>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
 #include "kernelbrain/core/action.hpp"
+#include "kernelbrain/core/error.hpp"
 #include "kernelbrain/core/event.hpp"
 #include "kernelbrain/core/registry.hpp"
 #include "kernelbrain/core/rng.hpp"
@@ -22,10 +30,11 @@ namespace kernelbrain {
 struct coarse_to_fine_options {
   std::size_t eta = 3;               ///< keep the top 1/eta of each rung
   std::size_t explore_batch = 8;     ///< candidates per explore request
-  std::size_t mutate_batch = 4;      ///< children per promoted parent
+  std::size_t mutate_batch = 2;      ///< children per promoted parent
   double final_explore_share = 0.1;  ///< share of generations that still explore at the end of the budget
   std::size_t stagnation_limit = 0;  ///< stop after this many evaluations without a new best (0 = never)
   double roofline_target = 0;        ///< stop when the incumbent reaches this fraction of the floor (0 = never)
+  std::string promotion = "asha";    ///< "asha" (top 1/eta as soon as known) or "balanced" (by spend)
 
   /// The options "default" and its ablations take ("default:eta=4,explore_batch=16").
   [[nodiscard]] static option_table<coarse_to_fine_options> describe() {
@@ -39,7 +48,10 @@ struct coarse_to_fine_options {
         .add("stagnation_limit", &o::stagnation_limit,
              "stop after this many evaluations without a new best (0 = never)")
         .add("roofline_target", &o::roofline_target,
-             "stop when the incumbent reaches this fraction of the roofline floor (0 = never)");
+             "stop when the incumbent reaches this fraction of the roofline floor (0 = never)")
+        .add("promotion", &o::promotion,
+             "asha (top 1/eta of each rung, as soon as known) or balanced (when the rung below has spent as much as "
+             "the next)");
   }
 };
 
@@ -47,6 +59,9 @@ class coarse_to_fine_scheduler {
  public:
   explicit coarse_to_fine_scheduler(coarse_to_fine_options o = {}) : opt_(o) {
     if (opt_.eta < 2) opt_.eta = 2;
+    if (opt_.promotion != "balanced" && opt_.promotion != "asha")
+      throw error("scheduler option promotion: '" + opt_.promotion + "' is not balanced or asha");
+    balanced_ = opt_.promotion == "balanced";
   }
 
   void reseed(std::uint64_t seed) { rng_.reseed(seed); }
@@ -65,6 +80,10 @@ class coarse_to_fine_scheduler {
       case event_kind::rejected:
         ++evaluations_;
         after_profile_.erase(e.id);
+        to_charge_.emplace_back(e.id, e.rung);
+        break;
+      case event_kind::proposed:
+        dry_generations_ = 0;
         break;
       default:
         break;
@@ -77,6 +96,14 @@ class coarse_to_fine_scheduler {
     if (opt_.roofline_target > 0 && v.best() && v.best_rung() + 1 == v.rungs().size() &&
         roofline_fraction(v) >= opt_.roofline_target)
       return stop("incumbent reached " + std::to_string(opt_.roofline_target) + " of the roofline");
+    if (balanced_) {
+      charge(v);
+      if (auto r = balanced_promotion(v)) {
+        auto id = waiting_[*r - 1].begin()->second;
+        waiting_[*r - 1].erase(waiting_[*r - 1].begin());
+        promotions_.emplace_front(candidate_id{id}, *r);
+      }
+    }
     while (!promotions_.empty()) {
       auto [id, r] = promotions_.front();
       promotions_.pop_front();
@@ -104,20 +131,61 @@ class coarse_to_fine_scheduler {
     // Nothing queued: explore while the budget is young, refine the incumbent as it is spent.
     const double spent = v.meter().progress();  // not the wall clock: decisions must replay
     const double explore_share = 1.0 - (1.0 - opt_.final_explore_share) * std::min(1.0, spent);
+    ++dry_generations_;
     if (!v.best() || generations_++ < 1 || rng_.uniform() < explore_share)
       return generate(generation_mode::explore, opt_.explore_batch);
     return generate(generation_mode::mutate, opt_.mutate_batch, {v.best()->cand.id});
   }
 
  private:
+  /// Adds the device seconds of the evaluations told since the last call to their rungs' spend.
+  void charge(search_view const& v) {
+    if (spend_.size() < v.rungs().size()) {
+      spend_.resize(v.rungs().size());
+      count_.resize(v.rungs().size());
+      waiting_.resize(v.rungs().size());
+    }
+    for (auto [id, r] : to_charge_) {
+      auto const* rec = v.find(id);
+      if (!rec || r >= rec->results.size() || !rec->results[r]) continue;
+      spend_[r] += rec->results[r]->device_seconds;
+      ++count_[r];
+    }
+    to_charge_.clear();
+  }
+  /// Device seconds one measurement at rung `r` is expected to cost: the mean of those made there (0
+  /// before the first: the first promotion waits only for the candidates proposed so far to be probed).
+  [[nodiscard]] double expected_cost(std::size_t r) const {
+    return count_[r] > 0 ? spend_[r] / static_cast<double>(count_[r]) : 0.0;
+  }
+  /// The rung to promote into now (the highest that may), if any: one with a candidate waiting below it
+  /// whose rung below has spent at least what it has plus one of its measurements, or any with a
+  /// candidate waiting once nothing new can be probed.
+  [[nodiscard]] std::optional<std::size_t> balanced_promotion(search_view const& v) const {
+    const bool starved = v.fresh().empty() && dry_generations_ >= 2;
+    for (std::size_t r = v.rungs().size(); r-- > 1;) {
+      if (waiting_[r - 1].empty()) continue;
+      if (starved || (spend_[r - 1] >= spend_[r] + expected_cost(r) && (count_[r] > 0 || v.fresh().empty()))) return r;
+    }
+    return std::nullopt;
+  }
+
   void on_measured(event const& e) {
     ++evaluations_;
+    to_charge_.emplace_back(e.id, e.rung);
     if (auto it = after_profile_.find(e.id); it != after_profile_.end() && it->second == e.rung) {
       after_profile_.erase(it);
       mutations_.push_back(e.id);
     }
     if (!e.value) return;
     const std::size_t r = e.rung;
+    if (balanced_) {
+      if (waiting_.size() <= r + 1) waiting_.resize(r + 2);
+      if (r > 0) waiting_[r - 1].erase({waiting_score_[e.id.value], e.id.value});
+      waiting_score_[e.id.value] = e.value->value;
+      waiting_[r].emplace(e.value->value, e.id.value);
+      return;
+    }
     if (ranks_.size() <= r) {
       ranks_.resize(r + 1);
       promoted_.resize(r + 1);
@@ -158,6 +226,15 @@ class coarse_to_fine_scheduler {
   std::deque<candidate_id> mutations_;
   std::unordered_map<candidate_id, std::size_t> after_profile_;  ///< promoted to a profiling rung: refine when measured
   std::size_t evaluations_ = 0, last_improvement_ = 0, generations_ = 0;
+  // Balanced promotion: device seconds and evaluations per rung, the evaluations not yet charged, and
+  // per rung the candidates measured there and not yet sent higher, best first.
+  bool balanced_ = false;
+  std::vector<double> spend_;
+  std::vector<std::size_t> count_;
+  std::vector<std::pair<candidate_id, std::size_t>> to_charge_;
+  std::vector<std::set<std::pair<double, std::uint64_t>, std::greater<>>> waiting_;
+  std::unordered_map<std::uint64_t, double> waiting_score_;
+  std::size_t dry_generations_ = 0;
 };
 
 }  // namespace kernelbrain

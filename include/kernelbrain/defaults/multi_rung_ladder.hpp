@@ -3,13 +3,34 @@
 #include <algorithm>
 #include <cstddef>
 #include <span>
+#include <string>
 #include <utility>
 #include <vector>
 #include "kernelbrain/core/error.hpp"
+#include "kernelbrain/core/option_table.hpp"
 #include "kernelbrain/core/problem.hpp"
 #include "kernelbrain/core/rung.hpp"
 
 namespace kernelbrain {
+
+/// How the standard ladder is built: what the top rung costs, and whether the middle rung exists. The
+/// defaults are the lean ladder of issue 28 (docs/design-notes.md, "Where the default's device time
+/// goes"); `top_samples=30,top_trials=3,ab=true,screen=always` is the ladder before it.
+struct ladder_options {
+  std::size_t top_samples = 5;  ///< timed samples per shape at the top rung
+  std::size_t top_trials = 1;   ///< fresh-input correctness trials per shape at the top rung
+  bool ab = false;              ///< time the top rung interleaved A/B with the incumbent (doubles its runs)
+  std::string screen = "auto";  ///< the middle rung: "auto" (only where it pays), "always", "never"
+
+  [[nodiscard]] static option_table<ladder_options> describe() {
+    using o = ladder_options;
+    return option_table<o>{}
+        .add("top_samples", &o::top_samples, 1, "timed samples per shape at the top rung")
+        .add("top_trials", &o::top_trials, 1, "fresh-input correctness trials per shape at the top rung")
+        .add("ab", &o::ab, "time the top rung interleaved A/B with the incumbent")
+        .add("screen", &o::screen, "the middle rung: auto (only where much cheaper than the top), always, never");
+  }
+};
 
 class multi_rung_ladder {
  public:
@@ -33,7 +54,9 @@ class multi_rung_ladder {
   /// all of them weigh in the score was tried and measured on the synthetic landscape: 35% more device
   /// time for the default to reach 2% of the optimum, so that branch keeps the first half until host
   /// recordings say otherwise (docs/design-notes.md).
-  [[nodiscard]] static multi_rung_ladder standard(problem const& p) {
+  [[nodiscard]] static multi_rung_ladder standard(problem const& p, ladder_options const& o = {}) {
+    if (o.screen != "auto" && o.screen != "always" && o.screen != "never")
+      throw error("ladder option screen: '" + o.screen + "' is not auto, always or never");
     double heaviest = 0;
     for (auto const& s : p.shapes)
       if (is_timed_shape(s)) heaviest = std::max(heaviest, s.weight);
@@ -55,11 +78,23 @@ class multi_rung_ladder {
       })};
       screen = bench;
     }
-    return multi_rung_ladder({
-        rung{"smoke", smoke, 3, 1, 1, false, false},
-        rung{"screen", screen, 5, 1, 1, false, false},
-        rung{"confirm", all, 30, 3, 2, true, true},
-    });
+    rung top{"confirm", all, static_cast<int>(o.top_samples), o.ab ? 2 : 1, static_cast<int>(o.top_trials), o.ab, true};
+    // A middle rung pays only where it is much cheaper than the top (else a candidate pays for most of a
+    // top measurement twice) and times something the smoke does not. Its cost is estimated by the roofline
+    // floors of its shapes (by the shape count where the problem gives no costs).
+    auto cost = [&](std::vector<std::size_t> const& shapes, int runs) {
+      double c = 0;
+      for (auto s : shapes) {
+        const double f = p.machine.floor_seconds(p.shapes[s]);
+        c += runs * (f > 0 ? f : 1.0);
+      }
+      return c;
+    };
+    const bool screen_pays = screen != smoke && cost(screen, 6) * 4 <= cost(all, top.samples + top.warmup);
+    if (o.screen == "always" || (o.screen == "auto" && screen_pays))
+      return multi_rung_ladder(
+          {rung{"smoke", smoke, 3, 1, 1, false, false}, rung{"screen", screen, 5, 1, 1, false, false}, std::move(top)});
+    return multi_rung_ladder({rung{"smoke", smoke, 3, 1, 1, false, false}, std::move(top)});
   }
 
   [[nodiscard]] std::span<rung const> rungs() const noexcept { return rungs_; }

@@ -30,6 +30,8 @@ class policy_gate {
   /// The problem shapes checked before any timing, and the fresh-input trials at each.
   [[nodiscard]] std::vector<std::size_t> const& shapes() const noexcept { return shapes_; }
   [[nodiscard]] int trials() const noexcept { return trials_; }
+  /// The shapes a candidate admitted has passed correctness trials at: a measurement does not repeat them.
+  [[nodiscard]] std::vector<std::size_t> checked_shapes() const { return shapes_; }
 
   verdict admit(candidate const& c, evaluator& e) {
     if (auto v = e.inspect(c); !v) return v;

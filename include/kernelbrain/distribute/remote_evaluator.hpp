@@ -44,6 +44,7 @@ class remote_evaluator final : public evaluator {
     r.at = at;
     r.seed = req.seed;
     if (req.incumbent) r.incumbent = *req.incumbent;
+    r.shapes.assign(req.checked.begin(), req.checked.end());
     return std::move(call(std::move(r)).m);
   }
   /// The serving member times the reference of its own problem (every rank loads the same one; the

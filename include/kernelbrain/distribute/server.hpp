@@ -247,7 +247,7 @@ class server {
           out.v = ev.check(r.cand, r.shapes, r.trials, r.seed);
           break;
         case wire::method::measure:
-          out.m = ev.measure(r.cand, r.at, measure_request{r.seed, r.incumbent ? &*r.incumbent : nullptr});
+          out.m = ev.measure(r.cand, r.at, measure_request{r.seed, r.incumbent ? &*r.incumbent : nullptr, r.shapes});
           break;
         case wire::method::measure_baseline:
           if (!prob_)

@@ -98,7 +98,7 @@ struct request {
   std::size_t member = 0;  ///< index into the rank's members
   method what = method::build;
   candidate cand;                      ///< all but measure_baseline
-  std::vector<std::size_t> shapes;     ///< check
+  std::vector<std::size_t> shapes;     ///< check: the shapes; measure: those already checked
   int trials = 0;                      ///< check
   std::uint64_t seed = 0;              ///< check, measure
   rung at;                             ///< measure
@@ -239,6 +239,9 @@ inline std::string encode(request const& r) {
   if (r.what == method::check || r.what == method::measure) o["seed"] = r.seed;
   if (r.what == method::measure) {
     o["rung"] = to_json(r.at);
+    json::array checked;
+    for (auto s : r.shapes) checked.push_back(static_cast<std::uint64_t>(s));
+    o["checked"] = std::move(checked);
     o["incumbent"] = r.incumbent ? candidate_json(*r.incumbent) : json::value(nullptr);
   }
   return json::serialize(o);
@@ -273,6 +276,7 @@ inline request decode_request(std::string_view text) {
     if (r.what == method::check || r.what == method::measure) r.seed = jj::get_uint(o, "seed");
     if (r.what == method::measure) {
       r.at = rung_from(jj::as_object(jj::field(o, "rung"), "rung"));
+      if (o.if_contains("checked")) r.shapes = indices_from(o, "checked");
       if (auto const& inc = jj::field(o, "incumbent"); !inc.is_null())
         r.incumbent = candidate_from_json(inc, "incumbent");
     }

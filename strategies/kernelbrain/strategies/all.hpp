@@ -27,6 +27,8 @@ inline any_policies with_model(default_policies_t pol, std::shared_ptr<model_set
   return erase(std::move(pol).with_generator(
       llm::hybrid_generator(expert_generator{}, llm::llm_generator(model->client, model->options, model->templates))));
 }
+/// The options of the default family: its scheduler's and its ladder's.
+inline auto default_options() { return option_table(coarse_to_fine_options::describe(), ladder_options::describe()); }
 inline std::shared_ptr<model_setup const> const& need_model(std::shared_ptr<model_setup const> const& model,
                                                             std::string const& strategy) {
   if (!model || !model->client)
@@ -47,13 +49,14 @@ inline std::shared_ptr<model_setup const> const& need_model(std::shared_ptr<mode
   // The default family shares the coarse-to-fine scheduler's options, so the ablations differ in one axis only.
   r.add("default",
         "the paper's composition: expert generator (with a model: and LLM-written kernels guided by hints and "
-        "profiler diagnoses), policy gate, smoke/screen/confirm ladder, speedup scorer, coarse-to-fine scheduler",
-        coarse_to_fine_options::describe(), [model](problem const& p, coarse_to_fine_options const& c) {
-          return detail::with_model(default_policies(p, c), model);
+        "profiler diagnoses), policy gate, lean smoke(/screen)/confirm ladder, speedup scorer, coarse-to-fine "
+        "scheduler promoting by spend",
+        detail::default_options(), [model](problem const& p, coarse_to_fine_options const& c, ladder_options const& l) {
+          return detail::with_model(default_policies(p, c, l), model);
         });
-  r.add("default-no-gate", "ablation: the default with a gate that admits everything",
-        coarse_to_fine_options::describe(), [model](problem const& p, coarse_to_fine_options const& c) {
-          auto pol = detail::with_model(default_policies(p, c), model);
+  r.add("default-no-gate", "ablation: the default with a gate that admits everything", detail::default_options(),
+        [model](problem const& p, coarse_to_fine_options const& c, ladder_options const& l) {
+          auto pol = detail::with_model(default_policies(p, c, l), model);
           pol.gate = pass_all_gate{};
           return pol;
         });
@@ -66,10 +69,16 @@ inline std::shared_ptr<model_setup const> const& need_model(std::shared_ptr<mode
         });
   r.add("random", "(mu+lambda) random evolution at the confirm rung only", evolution_options::describe(),
         [](problem const& p, evolution_options const& e) { return random_evolution_policies(p, e); });
-  r.add("sha", "synchronous successive halving over the standard ladder", successive_halving_options::describe(),
-        [](problem const& p, successive_halving_options const& s) { return successive_halving_policies(p, s); });
-  r.add("hyperband", "Hyperband: successive-halving brackets from every rung, cycled", hyperband_options::describe(),
-        [](problem const& p, hyperband_options const& h) { return hyperband_policies(p, h); });
+  r.add("sha", "synchronous successive halving over the standard ladder",
+        option_table(successive_halving_options::describe(), ladder_options::describe()),
+        [](problem const& p, successive_halving_options const& s, ladder_options const& l) {
+          return successive_halving_policies(p, s, l);
+        });
+  r.add("hyperband", "Hyperband: successive-halving brackets from every rung, cycled",
+        option_table(hyperband_options::describe(), ladder_options::describe()),
+        [](problem const& p, hyperband_options const& h, ladder_options const& l) {
+          return hyperband_policies(p, h, l);
+        });
   r.add("exhaustive", "every admitted template point once, in seeded random order, at one rung of every shape",
         option_table(one_rung_options::describe(), exhaustive_options::describe()),
         [](problem const& p, one_rung_options const& l, exhaustive_options const& e) {
@@ -78,18 +87,20 @@ inline std::shared_ptr<model_setup const> const& need_model(std::shared_ptr<mode
   // The model-only strategies: registered where a model may be configured (see the CLI).
   if (model) {
     r.add("llm-only", "ablation: the default with the model as the only generator (hints and diagnoses, no templates)",
-          coarse_to_fine_options::describe(), [model](problem const& p, coarse_to_fine_options const& c) {
+          detail::default_options(),
+          [model](problem const& p, coarse_to_fine_options const& c, ladder_options const& l) {
             auto const& m = detail::need_model(model, "llm-only");
-            return default_policies(p, c).with_generator(llm::llm_generator(m->client, m->options, m->templates));
+            return default_policies(p, c, l).with_generator(llm::llm_generator(m->client, m->options, m->templates));
           });
     r.add("blind-llm",
           "ablation: the model alone and blind: no hints, no profiler, no measurements or failures fed back (the "
           "paper's blind mutation), same gate, ladder and scheduler",
-          coarse_to_fine_options::describe(), [model](problem const& p, coarse_to_fine_options const& c) {
+          detail::default_options(),
+          [model](problem const& p, coarse_to_fine_options const& c, ladder_options const& l) {
             auto const& m = detail::need_model(model, "blind-llm");
             auto o = m->options;
             o.blind = true;
-            return default_policies(p, c).with_generator(llm::llm_generator(m->client, o, m->templates));
+            return default_policies(p, c, l).with_generator(llm::llm_generator(m->client, o, m->templates));
           });
   }
   return r;

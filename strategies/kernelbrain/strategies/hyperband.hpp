@@ -89,8 +89,9 @@ using hyperband_policies_t =
     policies<expert_generator, policy_gate, multi_rung_ladder, speedup_scorer, hyperband_scheduler>;
 
 /// Hyperband as a whole strategy: expert generator (explore only), default gate, standard ladder, speedup scorer.
-[[nodiscard]] inline hyperband_policies_t hyperband_policies(problem const& p, hyperband_options o = {}) {
-  return {expert_generator{}, policy_gate::for_problem(p), multi_rung_ladder::standard(p), speedup_scorer{},
+[[nodiscard]] inline hyperband_policies_t hyperband_policies(problem const& p, hyperband_options o = {},
+                                                             ladder_options const& l = {}) {
+  return {expert_generator{}, policy_gate::for_problem(p), multi_rung_ladder::standard(p, l), speedup_scorer{},
           hyperband_scheduler{o}};
 }
 

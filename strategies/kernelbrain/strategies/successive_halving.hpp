@@ -160,8 +160,9 @@ using successive_halving_policies_t =
 
 /// SHA as a whole strategy: expert generator (explore only), default gate, standard ladder, speedup scorer.
 [[nodiscard]] inline successive_halving_policies_t successive_halving_policies(problem const& p,
-                                                                               successive_halving_options o = {}) {
-  return {expert_generator{}, policy_gate::for_problem(p), multi_rung_ladder::standard(p), speedup_scorer{},
+                                                                               successive_halving_options o = {},
+                                                                               ladder_options const& l = {}) {
+  return {expert_generator{}, policy_gate::for_problem(p), multi_rung_ladder::standard(p, l), speedup_scorer{},
           successive_halving_scheduler{o}};
 }
 

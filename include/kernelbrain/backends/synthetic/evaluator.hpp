@@ -212,8 +212,11 @@ class synthetic_evaluator final : public evaluator {
   }
   [[nodiscard]] measurement measure(candidate const& c, rung const& r, measure_request const& req) override {
     measurement m;
-    // Correctness is checked at every timed shape, whatever the gate did.
-    if (auto v = check(c, r.shapes, std::max(1, r.correctness_trials), req.seed); !v) {
+    // Correctness is checked at every timed shape the candidate has not passed trials at (req.checked).
+    std::vector<std::size_t> unchecked;
+    for (auto s : r.shapes)
+      if (req.needs_check(s)) unchecked.push_back(s);
+    if (auto v = check(c, unchecked, std::max(1, r.correctness_trials), req.seed); !v) {
       m.result = v;
       return m;
     }
