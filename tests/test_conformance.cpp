@@ -379,13 +379,30 @@ std::vector<expected_option> coarse_to_fine_expected() {
   return {
       {"eta", "2", "3", "5", [](auto& p) { return text(scheduler_of<c2f>(p).options().eta); }},
       {"explore_batch", "1", "8", "3", [](auto& p) { return text(scheduler_of<c2f>(p).options().explore_batch); }},
-      {"mutate_batch", "1", "4", "7", [](auto& p) { return text(scheduler_of<c2f>(p).options().mutate_batch); }},
+      {"mutate_batch", "1", "2", "7", [](auto& p) { return text(scheduler_of<c2f>(p).options().mutate_batch); }},
       {"final_explore_share", "", "0.1", "0.25",
        [](auto& p) { return text(scheduler_of<c2f>(p).options().final_explore_share); }},
       {"stagnation_limit", "", "0", "50",
        [](auto& p) { return text(scheduler_of<c2f>(p).options().stagnation_limit); }},
       {"roofline_target", "", "0", "0.8", [](auto& p) { return text(scheduler_of<c2f>(p).options().roofline_target); }},
+      {"promotion", "", "asha", "balanced", [](auto& p) { return scheduler_of<c2f>(p).options().promotion; }},
   };
+}
+/// The standard ladder's options (default family, SHA, Hyperband), read back from the ladder built.
+std::vector<expected_option> ladder_expected() {
+  auto top = [](kb::any_policies& p) { return p.ladder.rungs().back(); };
+  return {
+      {"top_samples", "1", "5", "8", [top](auto& p) { return std::to_string(top(p).samples); }},
+      {"top_trials", "1", "1", "2", [top](auto& p) { return std::to_string(top(p).correctness_trials); }},
+      {"ab", "", "false", "true", [top](auto& p) { return std::string(top(p).interleaved ? "true" : "false"); }},
+      // The synthetic problem's screen pays (auto keeps it): three rungs for auto, two for never.
+      {"screen", "", "auto", "never",
+       [](auto& p) { return std::string(p.ladder.rungs().size() == 3 ? "auto" : "never"); }},
+  };
+}
+std::vector<expected_option> joined(std::vector<expected_option> a, std::vector<expected_option> const& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
 }
 expected_option samples_expected() {
   return {"samples", "1", "10", "4", [](auto& p) { return std::to_string(p.ladder.rungs()[0].samples); }};
@@ -400,21 +417,24 @@ std::map<std::string, std::vector<expected_option>> builtin_expected() {
   auto one_rung = coarse_to_fine_expected();
   one_rung.push_back(samples_expected());
   return {
-      {"default", coarse_to_fine_expected()},
-      {"default-no-gate", coarse_to_fine_expected()},
+      {"default", joined(coarse_to_fine_expected(), ladder_expected())},
+      {"default-no-gate", joined(coarse_to_fine_expected(), ladder_expected())},
       {"default-one-rung", one_rung},
       {"random",
        {{"population", "1", "16", "5", [](auto& p) { return text(scheduler_of<evo>(p).options().population); }},
         {"offspring", "1", "8", "6", [](auto& p) { return text(scheduler_of<evo>(p).options().offspring); }},
         {"tournament", "1", "3", "2", [](auto& p) { return text(scheduler_of<evo>(p).options().tournament); }}}},
-      {"sha",
-       {{"eta", "2", "3", "4", [](auto& p) { return text(scheduler_of<sha>(p).options().eta); }},
-        {"bracket_size", "", "0", "27", [](auto& p) { return text(scheduler_of<sha>(p).options().bracket_size); }},
-        {"explore_batch", "1", "8", "5", [](auto& p) { return text(scheduler_of<sha>(p).options().explore_batch); }}}},
-      {"hyperband",
-       {{"eta", "2", "3", "2", [](auto& p) { return text(scheduler_of<hb>(p).options().eta); }},
-        {"scale", "1", "1", "3", [](auto& p) { return text(scheduler_of<hb>(p).options().scale); }},
-        {"explore_batch", "1", "8", "4", [](auto& p) { return text(scheduler_of<hb>(p).options().explore_batch); }}}},
+      {"sha", joined({{"eta", "2", "3", "4", [](auto& p) { return text(scheduler_of<sha>(p).options().eta); }},
+                      {"bracket_size", "", "0", "27",
+                       [](auto& p) { return text(scheduler_of<sha>(p).options().bracket_size); }},
+                      {"explore_batch", "1", "8", "5",
+                       [](auto& p) { return text(scheduler_of<sha>(p).options().explore_batch); }}},
+                     ladder_expected())},
+      {"hyperband", joined({{"eta", "2", "3", "2", [](auto& p) { return text(scheduler_of<hb>(p).options().eta); }},
+                            {"scale", "1", "1", "3", [](auto& p) { return text(scheduler_of<hb>(p).options().scale); }},
+                            {"explore_batch", "1", "8", "4",
+                             [](auto& p) { return text(scheduler_of<hb>(p).options().explore_batch); }}},
+                           ladder_expected())},
       {"exhaustive",
        {samples_expected(),
         {"batch", "1", "16", "9", [](auto& p) { return text(scheduler_of<ex>(p).options().batch); }}}},

@@ -117,19 +117,39 @@ TEST_CASE("the standard ladder times benchmark shapes, and --focus narrows a pro
     for (auto i : idx) n.push_back(q.shapes.at(i).name);
     return n;
   };
-  const auto full = multi_rung_ladder::standard(p);
+  // The lean ladder (issue 28): softmax's screen would time every benchmark shape, about what the top rung
+  // costs, so it is left out; the top rung times every shape, 5 samples, 1 trial, no A/B, profiled.
+  const auto lean = multi_rung_ladder::standard(p);
+  REQUIRE(lean.rungs().size() == 2);
+  CHECK(names(p, lean.rungs()[0].shapes) == std::vector<std::string>{"16x16384"});
+  CHECK(lean.rungs()[1].shapes.size() == p.shapes.size());
+  CHECK(lean.rungs()[1].samples == 5);
+  CHECK(lean.rungs()[1].correctness_trials == 1);
+  CHECK_FALSE(lean.rungs()[1].interleaved);
+  CHECK(lean.rungs()[1].profile);
+  const auto full = multi_rung_ladder::standard(p, ladder_options{.screen = "always"});
   REQUIRE(full.rungs().size() == 3);
   // smoke: the cheapest benchmark shape, not the launch-bound correctness shapes
   CHECK(names(p, full.rungs()[0].shapes) == std::vector<std::string>{"16x16384"});
   CHECK(names(p, full.rungs()[1].shapes) == std::vector<std::string>{"16x16384", "4096x65536", "4096x393216"});
   CHECK(full.rungs()[2].shapes.size() == p.shapes.size());
+  const auto before = multi_rung_ladder::standard(
+      p, ladder_options{.top_samples = 30, .top_trials = 3, .ab = true, .screen = "always"});
+  CHECK(before.rungs()[2].samples == 30);
+  CHECK(before.rungs()[2].correctness_trials == 3);
+  CHECK(before.rungs()[2].interleaved);
+  CHECK_THROWS_WITH_AS(multi_rung_ladder::standard(p, ladder_options{.screen = "sometimes"}),
+                       doctest::Contains("not auto, always or never"), error);
 
   const auto big = focused_on(p, {"4096x393216"});
   CHECK(big.shapes.size() == p.shapes.size() - 2);  // the two other benchmark shapes are gone
   for (auto const& s : big.shapes) CHECK((s.tier == "smoke" || s.tier == "odd" || s.name == "4096x393216"));
+  // A screen that would time what the smoke times is never kept.
   const auto ladder = multi_rung_ladder::standard(big);
+  REQUIRE(ladder.rungs().size() == 2);
   CHECK(names(big, ladder.rungs()[0].shapes) == std::vector<std::string>{"4096x393216"});
-  CHECK(names(big, ladder.rungs()[1].shapes) == std::vector<std::string>{"4096x393216"});
+  const auto always = multi_rung_ladder::standard(big, ladder_options{.screen = "always"});
+  CHECK(names(big, always.rungs()[1].shapes) == std::vector<std::string>{"4096x393216"});
 
   CHECK_THROWS_WITH_AS(focused_on(p, {"4096x65537"}),
                        doctest::Contains("not one of its benchmark shapes (16x16384, 4096x65536, 4096x393216)"), error);

@@ -76,6 +76,9 @@ class probe_evaluator final : public evaluator {
   explicit probe_evaluator(double slowdown = 1.0) : inner_(landscape()), slowdown_(slowdown) {}
   concurrency* overlap = nullptr;
   std::chrono::milliseconds company{0};
+  /// How long each measure() takes (0: as long as the synthetic evaluator's): a pool's members then share
+  /// the work even when a loaded machine is slow to wake one of their threads.
+  std::chrono::milliseconds dwell{0};
   int lost_at_measure = -1;  ///< throw evaluator_lost on this measure() call (0-based); -1: never
   std::atomic<int> measures{0};
   std::atomic<int> baselines{0};
@@ -102,6 +105,7 @@ class probe_evaluator final : public evaluator {
     }
     if (call == lost_at_measure) throw evaluator_lost("probe: device fell off the bus");
     if (overlap) overlap->visit(company);
+    if (dwell.count() > 0) std::this_thread::sleep_for(dwell);
     auto m = inner_.measure(c, r, req);
     for (auto& t : m.timings) {
       for (auto& s : t.samples) s *= slowdown_;
@@ -150,6 +154,7 @@ TEST_CASE("a pool of three makes the same decisions and finds the same best as o
   const auto one = search(p, default_policies(p), solo, options(5, 150, &one_rec));
 
   probe_evaluator a, b, c;
+  for (auto* e : {&a, &b, &c}) e->dwell = std::chrono::milliseconds(2);
   evaluator_pool pool;
   pool.add(a, "a").add(b, "b").add(c, "c");
   outcome_sink sink;

@@ -80,7 +80,7 @@ class coarse_to_fine_scheduler {
       case event_kind::rejected:
         ++evaluations_;
         after_profile_.erase(e.id);
-        to_charge_.emplace_back(e.id, e.rung);
+        if (balanced_) to_charge_.emplace_back(e.id, e.rung);
         break;
       case event_kind::proposed:
         dry_generations_ = 0;
@@ -172,7 +172,7 @@ class coarse_to_fine_scheduler {
 
   void on_measured(event const& e) {
     ++evaluations_;
-    to_charge_.emplace_back(e.id, e.rung);
+    if (balanced_) to_charge_.emplace_back(e.id, e.rung);
     if (auto it = after_profile_.find(e.id); it != after_profile_.end() && it->second == e.rung) {
       after_profile_.erase(it);
       mutations_.push_back(e.id);

@@ -21,7 +21,7 @@ struct pytorch_options {
   std::string python;
   std::string device = "cuda";  ///< "cuda" (events, L2 flush) or "cpu" (wall clock)
   std::string visible_device;   ///< CUDA_VISIBLE_DEVICES for the process (the evaluator's); empty: inherited
-  int samples = 30;             ///< timed calls per median (the standard ladder's top rung)
+  int samples = 30;             ///< timed calls per median (once per search: precision costs little here)
   int warmup = 1;
   std::uint64_t flush_bytes = 0;  ///< 0: twice the device's L2, as the worker
   bool compile = true;            ///< also torch.compile
