@@ -5,7 +5,9 @@ each problem, the candidate with the lowest geometric mean of device seconds to 
 the other problems is chosen, and its ratio on the held-out problem is reported. A candidate that never reached
 5% on a problem counts as --never times the reference there.
   bench/ablation_lopo.py TABLE... [--family default] [--over exhaustive] [--never 10]"""
-import argparse, math, re
+import argparse, math
+
+from ablation_table import read_rows
 
 ap = argparse.ArgumentParser()
 ap.add_argument("tables", nargs="+")
@@ -14,15 +16,10 @@ ap.add_argument("--over", default="exhaustive")
 ap.add_argument("--never", type=float, default=10.0)
 a = ap.parse_args()
 to5, problems, cands = {}, [], []
-for f in a.tables:
-    for line in open(f):
-        if not line.startswith("| ") or line.startswith("| problem") or line.startswith("|---"):
-            continue
-        c = [x.strip() for x in line.strip().strip("|").split("|")]
-        p = re.sub(r" \(.*\)$", "", c[0])
-        to5[(p, c[1])] = None if c[5] == "-" else float(c[5])
-        if p not in problems: problems.append(p)
-        if c[1].split(":")[0] == a.family and c[1] not in cands: cands.append(c[1])
+for p, strat, _, v in read_rows(a.tables):
+    to5[(p, strat)] = v
+    if p not in problems: problems.append(p)
+    if strat.split(":")[0] == a.family and strat not in cands: cands.append(strat)
 def ratio(p, s):
     v, b = to5.get((p, s)), to5.get((p, a.over))
     return a.never if v is None or not b else v / b

@@ -3,7 +3,9 @@
 strategy's device seconds to 5% over a reference strategy's (default: exhaustive), with the geometric
 mean and the worst problem, and the runs that reached 5%.
   bench/ablation_ratios.py TABLE... [--over exhaustive] [--problems a,b]"""
-import argparse, math, re, sys
+import argparse, math
+
+from ablation_table import read_rows
 
 ap = argparse.ArgumentParser()
 ap.add_argument("tables", nargs="+")
@@ -12,16 +14,10 @@ ap.add_argument("--problems", default="")
 a = ap.parse_args()
 rows = {}  # (problem, strategy) -> (device s to 5%, reached)
 order_p, order_s = [], []
-for f in a.tables:
-    for line in open(f):
-        if not line.startswith("| ") or line.startswith("| problem") or line.startswith("|---"):
-            continue
-        c = [x.strip() for x in line.strip().strip("|").split("|")]
-        prob = re.sub(r" \(.*\)$", "", c[0])
-        strat, reached, to5 = c[1], c[3], c[5]
-        rows[(prob, strat)] = (None if to5 == "-" else float(to5), reached)
-        if prob not in order_p: order_p.append(prob)
-        if strat not in order_s: order_s.append(strat)
+for prob, strat, reached, to5 in read_rows(a.tables):
+    rows[(prob, strat)] = (to5, reached)
+    if prob not in order_p: order_p.append(prob)
+    if strat not in order_s: order_s.append(strat)
 keep = [p for p in order_p if not a.problems or p in a.problems.split(",")]
 others = [s for s in order_s if s != a.over]
 print("| problem | " + " | ".join(f"{s} / {a.over} (reached)" for s in others) + " |")
