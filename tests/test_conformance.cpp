@@ -514,7 +514,15 @@ TEST_CASE("registry: each builtin strategy's declared options are exactly what i
                                                      .c_str()),
                                kb::error);
       }
-      // Every integer option is a count (never negative); the two fractions have no declared minimum.
+      // Every integer option is a count (never negative); the two fractions have no declared minimum; the
+      // options that take a word refuse any other, naming the option and the value.
+      if (o.name == "ab" || o.name == "promotion" || o.name == "screen") {
+        for (std::string const bad : {"-1", "many"})
+          CHECK_THROWS_WITH_AS((void)reg.make(name, prob, {{o.name, bad}}),
+                               doctest::Contains(("'" + o.name + "' is '" + bad + "', which is not ").c_str()),
+                               kb::error);
+        continue;
+      }
       if (o.name == "final_explore_share" || o.name == "roofline_target")
         CHECK_NOTHROW((void)reg.make(name, prob, {{o.name, "-1"}}));
       else

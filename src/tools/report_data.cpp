@@ -869,10 +869,14 @@ std::string markdown_tables(json::object const& data, std::string const& command
         if (!sv || !sv->is_object()) continue;
         auto const& s = sv->as_object();
         const auto shapes = num(s.if_contains("shapes")).value_or(0), slower = num(s.if_contains("slower")).value_or(0);
-        md += fmt::format("- Over {}: {:.2f}x (geometric mean of {} shapes, {:.2f}x to {:.2f}x){}{}.",
+        // One shape: its ratio alone (a geometric mean of one, and a range from a number to itself, say nothing).
+        const std::string over =
+            shapes > 1 ? fmt::format(" (geometric mean of {} shapes, {:.2f}x to {:.2f}x)", shapes,
+                                     num(s.if_contains("min")).value_or(0), num(s.if_contains("max")).value_or(0))
+                       : std::string(" (1 shape)");
+        md += fmt::format("- Over {}: {:.2f}x{}{}{}.",
                           std::string_view(key) == "eager" ? "PyTorch eager" : "torch.compile",
-                          num(s.if_contains("geomean")).value_or(0), shapes, num(s.if_contains("min")).value_or(0),
-                          num(s.if_contains("max")).value_or(0),
+                          num(s.if_contains("geomean")).value_or(0), over,
                           slower == 0        ? std::string(": faster at every shape")
                           : slower == shapes ? std::string(": **slower than PyTorch at every shape**")
                                              : fmt::format(": **slower at {} of {} shapes**", slower, shapes),

@@ -60,7 +60,7 @@ class coarse_to_fine_scheduler {
   explicit coarse_to_fine_scheduler(coarse_to_fine_options o = {}) : opt_(o) {
     if (opt_.eta < 2) opt_.eta = 2;
     if (opt_.promotion != "balanced" && opt_.promotion != "asha")
-      throw error("scheduler option promotion: '" + opt_.promotion + "' is not balanced or asha");
+      throw error("strategy option 'promotion' is '" + opt_.promotion + "', which is not asha or balanced");
     balanced_ = opt_.promotion == "balanced";
   }
 

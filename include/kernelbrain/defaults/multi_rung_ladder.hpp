@@ -56,7 +56,7 @@ class multi_rung_ladder {
   /// recordings say otherwise (docs/design-notes.md).
   [[nodiscard]] static multi_rung_ladder standard(problem const& p, ladder_options const& o = {}) {
     if (o.screen != "auto" && o.screen != "always" && o.screen != "never")
-      throw error("ladder option screen: '" + o.screen + "' is not auto, always or never");
+      throw error("strategy option 'screen' is '" + o.screen + "', which is not auto, always or never");
     double heaviest = 0;
     for (auto const& s : p.shapes)
       if (is_timed_shape(s)) heaviest = std::max(heaviest, s.weight);
