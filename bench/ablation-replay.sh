@@ -6,7 +6,7 @@
 # --seeds 1 --budget 100000s`, rounded up). Those sweeps were measured while replay charged every rung
 # measurement twice (issue 28); charged once, a sweep costs 50-55% of its budget (the budgets are kept,
 # bench/runs/2026-12-06-ablation-replay/exhaustive-sweep.txt; since the checks are done once per candidate and
-# shape, 47-48%). Seconds on two cores; no GPU. bench/ablation_ratios.py turns the output into device seconds
+# shape, 47-51%). Seconds on two cores; no GPU. bench/ablation_ratios.py turns the output into device seconds
 # to 5% over exhaustive's; bench/ablation_lopo.py checks a choice among variants leave-one-problem-out.
 #   bench/ablation-replay.sh [KERNELBRAIN] [SEEDS] [STRATEGIES]   (the table on stdout)
 set -euo pipefail
