@@ -9,7 +9,9 @@
 #include <map>
 #include <mutex>
 #include <set>
+#include <span>
 #include <thread>
+#include <utility>
 
 using namespace kernelbrain;
 
@@ -139,6 +141,49 @@ TEST_CASE("events are ordered and consistent") {
   CHECK(rejected_events == r.counters.rejected);
   CHECK(rejected_events > 0);  // the landscape has compile failures, crashes and odd-size bugs
   CHECK(measured + rejected_events == r.counters.evaluations);
+}
+
+namespace {
+/// Counts, per candidate and shape, the fresh-input correctness trials the engine asks the backend for: the
+/// gate's (check) and each measurement's (the rung's shapes its request does not list as checked).
+struct check_counter final : forwarding_evaluator {
+  using forwarding_evaluator::forwarding_evaluator;
+  std::map<std::pair<std::uint64_t, std::size_t>, int> checks;
+  int claimed_unchecked = 0;  ///< a request listed a shape as checked that never was
+  int measures_with_checked = 0;
+  [[nodiscard]] verdict check(candidate const& c, std::span<std::size_t const> shapes, int trials,
+                              std::uint64_t seed) override {
+    for (auto s : shapes) ++checks[{c.id.value, s}];
+    return forwarding_evaluator::check(c, shapes, trials, seed);
+  }
+  [[nodiscard]] measurement measure(candidate const& c, rung const& r, measure_request const& req) override {
+    if (!req.checked.empty()) ++measures_with_checked;
+    for (auto s : req.checked)
+      if (checks[{c.id.value, s}] == 0) ++claimed_unchecked;
+    for (auto s : r.shapes)
+      if (req.needs_check(s)) ++checks[{c.id.value, s}];
+    return forwarding_evaluator::measure(c, r, req);
+  }
+};
+}  // namespace
+
+TEST_CASE("a candidate passes correctness trials once per shape: the gate's and a lower rung's are not repeated") {
+  auto const& p = landscape().get_problem();
+  synthetic_evaluator inner(landscape());
+  check_counter ev(inner);
+  search_options o;
+  o.seed = 3;
+  o.limits.evaluations = 300;
+  const auto r = search(p, default_policies(p), ev, o);
+  REQUIRE(r.best);
+  CHECK(r.best_rung == 2);
+  CHECK(ev.measures_with_checked > 50);  // the gate's shapes at least, on every measurement after a gate
+  CHECK(ev.claimed_unchecked == 0);
+  REQUIRE_FALSE(ev.checks.empty());
+  for (auto const& [key, n] : ev.checks) {
+    INFO("candidate " << key.first << " shape " << key.second);
+    CHECK(n == 1);
+  }
 }
 
 TEST_CASE("budgets on every axis stop the search") {

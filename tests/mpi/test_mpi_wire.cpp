@@ -98,6 +98,7 @@ TEST_CASE("mpi wire: requests of every method come back as sent") {
   m.at.samples = 9;
   m.at.interleaved = true;
   m.incumbent = make_candidate("split-row", {{"SPLIT", 4}}, "expert:split-row");
+  m.shapes = {0, 2};  // measure: the shapes the candidate already passed correctness trials at
   auto back = wire::decode_request(wire::encode(m));
   CHECK(back.call == 42);
   CHECK(back.member == 3);
@@ -105,6 +106,7 @@ TEST_CASE("mpi wire: requests of every method come back as sent") {
   check_same(back.cand, c);
   CHECK(back.seed == m.seed);
   check_same(back.at, m.at);
+  CHECK(back.shapes == m.shapes);
   REQUIRE(back.incumbent);
   check_same(*back.incumbent, *m.incumbent);
 
