@@ -50,7 +50,7 @@ inline std::shared_ptr<model_setup const> const& need_model(std::shared_ptr<mode
   r.add("default",
         "the paper's composition: expert generator (with a model: and LLM-written kernels guided by hints and "
         "profiler diagnoses), policy gate, lean smoke(/screen)/confirm ladder, speedup scorer, coarse-to-fine "
-        "scheduler promoting by spend",
+        "(ASHA) scheduler",
         detail::default_options(), [model](problem const& p, coarse_to_fine_options const& c, ladder_options const& l) {
           return detail::with_model(default_policies(p, c, l), model);
         });
