@@ -15,6 +15,7 @@
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 #include "kernelbrain/core/action.hpp"
 #include "kernelbrain/core/error.hpp"
@@ -57,7 +58,7 @@ struct coarse_to_fine_options {
 
 class coarse_to_fine_scheduler {
  public:
-  explicit coarse_to_fine_scheduler(coarse_to_fine_options o = {}) : opt_(o) {
+  explicit coarse_to_fine_scheduler(coarse_to_fine_options o = {}) : opt_(std::move(o)) {
     if (opt_.eta < 2) opt_.eta = 2;
     if (opt_.promotion != "balanced" && opt_.promotion != "asha")
       throw error("strategy option 'promotion' is '" + opt_.promotion + "', which is not asha or balanced");

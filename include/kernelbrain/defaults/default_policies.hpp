@@ -1,6 +1,7 @@
 // The paper's composition: expert generator, policy gate, smoke(/screen)/confirm ladder,
 // speedup scorer, coarse-to-fine (ASHA) scheduler. Replace one axis with .with_xxx(...).
 #pragma once
+#include <utility>
 #include "kernelbrain/core/policies.hpp"
 #include "kernelbrain/defaults/coarse_to_fine_scheduler.hpp"
 #include "kernelbrain/defaults/expert_generator.hpp"
@@ -16,7 +17,7 @@ using default_policies_t =
 [[nodiscard]] inline default_policies_t default_policies(problem const& p, coarse_to_fine_options o = {},
                                                          ladder_options const& l = {}) {
   return {expert_generator{}, policy_gate::for_problem(p), multi_rung_ladder::standard(p, l), speedup_scorer{},
-          coarse_to_fine_scheduler{o}};
+          coarse_to_fine_scheduler{std::move(o)}};
 }
 
 }  // namespace kernelbrain
