@@ -2,10 +2,11 @@
 // 1/eta of its rung is promoted as soon as that is known. (promotion=balanced: by spend instead, the best
 // candidate of a rung not yet measured at the next promoted whenever the rung below has spent at least
 // what the next has plus one of its measurements, so that nothing is dropped for good; measured against
-// ASHA on the recordings in docs/design-notes.md, and slower there once the ladder was lean.) A promotion to a rung
-// above the first also asks the generator to mutate the promoted candidate (coarse-to-fine): at once, or, for a rung
-// that profiles, when that measurement is in, so that the diagnosis steers the moves and the prompts. Exploration gives
-// way to refinement as the budget is spent. Stops on stagnation or on reaching a fraction of the roofline.
+// ASHA on the recordings in docs/design-notes.md, and slower there once the ladder was lean.) A promotion
+// to a rung above the first also asks the generator to mutate the promoted candidate (coarse-to-fine): at
+// once, or, for a rung that profiles, when that measurement is in, so that the diagnosis steers the moves
+// and the prompts. Exploration gives way to refinement as the budget is spent. Stops on stagnation or on
+// reaching a fraction of the roofline.
 #pragma once
 #include <cstdint>
 #include <deque>

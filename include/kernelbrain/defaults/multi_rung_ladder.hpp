@@ -14,8 +14,8 @@
 namespace kernelbrain {
 
 /// How the standard ladder is built: what the top rung costs, and whether the middle rung exists. The
-/// defaults are the lean ladder of issue 28 (docs/design-notes.md, "Where the default's device time
-/// goes"); `top_samples=30,top_trials=3,ab=true,screen=always` is the ladder before it.
+/// defaults are the lean ladder of issue 28 (docs/design-notes.md, "The default's device time,
+/// redesigned"); `top_samples=30,top_trials=3,ab=true,screen=always` is the ladder before it.
 struct ladder_options {
   std::size_t top_samples = 5;  ///< timed samples per shape at the top rung
   std::size_t top_trials = 1;   ///< fresh-input correctness trials per shape at the top rung
@@ -45,8 +45,10 @@ class multi_rung_ladder {
   /// are the benchmark shapes B. With such shapes: smoke times the cheapest shape of B (by its
   /// roofline floor when the problem gives costs, else the first), 3 samples; screen every shape of
   /// B, 5 samples after 1 warm-up. Without (every timed shape weighs in the score): smoke the first
-  /// shape of T, screen the first half of T. confirm: every shape of T, 30 samples, interleaved A/B
-  /// with the incumbent, profiled.
+  /// shape of T, screen the first half of T. The screen is kept only as `o.screen` says (auto: where it
+  /// pays, below). confirm: every shape of T, `o.top_samples` samples (5) after 1 warm-up,
+  /// `o.top_trials` trials (1) at the shapes the candidate has not passed yet, A/B with the incumbent
+  /// only with `o.ab`, profiled.
   ///
   /// The screen's 5 samples were chosen on recorded H200 sweeps (kernelbrain fidelity,
   /// docs/results.md): they rank as well as 10 (Spearman within 0.01 on every recorded problem) for
