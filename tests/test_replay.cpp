@@ -331,6 +331,63 @@ TEST_CASE("replay: the engine charges a rung measurement once, as the CUDA worke
         doctest::Approx(3 * check(1) + 3 * check(2)).epsilon(1e-12));
 }
 
+TEST_CASE("replay: the sanitizer and ncu runs a recording lacks are charged where the CUDA backend makes them") {
+  const auto p = small_problem();
+  const auto r = small_recording(p);
+  const auto rp = kb::replay_problem(p, r);
+  const std::size_t gate[] = {0};
+  const kb::rung top{"confirm", {1, 2}, 5, 1, 1, false, true};
+  // The rung's own cost, without any tool: what a measurement costs with both tools at zero seconds.
+  kb::replay_evaluator bare(r, rp, kb::replay_options{.sanitizer_seconds = 0, .profile_seconds = 0});
+  auto own = [&](std::int64_t a, std::int64_t b) {
+    (void)bare.take_device_seconds();
+    (void)bare.measure(point(rp, a, b), top, kb::measure_request{1, nullptr});
+    return bare.take_device_seconds();
+  };
+  const double gate_cost = [&] {
+    (void)bare.check(point(rp, 3, 3), gate, 2, 1);
+    return bare.take_device_seconds();
+  }();
+
+  SUBCASE("compute-sanitizer: once per family, on the first point whose checks pass") {
+    kb::replay_evaluator ev(r, rp, kb::replay_options{.sanitizer_seconds = 1.0, .profile_seconds = 0});
+    CHECK(ev.check(point(rp, 3, 3), gate, 2, 1).passed());
+    CHECK(ev.take_device_seconds() == doctest::Approx(gate_cost + 1.0));
+    CHECK(ev.check(point(rp, 2, 2), gate, 2, 1).passed());
+    CHECK(ev.take_device_seconds() == doctest::Approx(gate_cost));
+  }
+  SUBCASE("ncu: a profiling rung's fastest measurement so far, once per point") {
+    kb::replay_evaluator ev(r, rp, kb::replay_options{.sanitizer_seconds = 0, .profile_seconds = 2.0, .profile_share = 1});
+    auto charged = [&](std::int64_t a, std::int64_t b) {
+      (void)ev.take_device_seconds();
+      (void)ev.measure(point(rp, a, b), top, kb::measure_request{1, nullptr});
+      return ev.take_device_seconds();
+    };
+    CHECK(charged(2, 2) == doctest::Approx(own(2, 2) + 2.0));  // the first: the fastest so far
+    CHECK(charged(1, 3) == doctest::Approx(own(1, 3)));        // slower: static diagnosis only
+    CHECK(charged(3, 2) == doctest::Approx(own(3, 2) + 2.0));  // faster
+    CHECK(charged(3, 2) == doctest::Approx(own(3, 2)));        // profiled already
+    // A rung that does not profile never pays for it, whatever it measures.
+    kb::rung plain = top;
+    plain.name = "plain";
+    plain.profile = false;
+    (void)ev.measure(point(rp, 3, 1), plain, kb::measure_request{1, nullptr});
+    CHECK(ev.take_device_seconds() == doctest::Approx(own(3, 1)));
+  }
+  SUBCASE("ncu: its runs stay within their share of the device seconds spent") {
+    kb::replay_evaluator ev(r, rp, kb::replay_options{.sanitizer_seconds = 0, .profile_seconds = 2.0, .profile_share = 0.5});
+    // 2 s of ncu within half of what is spent: not before 2 s have been spent on other work.
+    (void)ev.measure(point(rp, 2, 2), top, kb::measure_request{1, nullptr});
+    CHECK(ev.take_device_seconds() == doctest::Approx(own(2, 2)));
+    kb::replay_evaluator rich(r, rp, kb::replay_options{.sanitizer_seconds = 2.5, .profile_seconds = 2.0, .profile_share = 0.5});
+    (void)rich.check(point(rp, 3, 3), gate, 2, 1);  // 2.5 s of sanitizer spent first
+    (void)rich.take_device_seconds();
+    (void)rich.measure(point(rp, 2, 2), top, kb::measure_request{1, nullptr});
+    CHECK(rich.take_device_seconds() == doctest::Approx(own(2, 2) + 2.0));
+  }
+  CHECK_THROWS_AS(kb::replay_evaluator(r, rp, kb::replay_options{.profile_share = 1.5}), kb::error);
+}
+
 TEST_CASE("replay: a search over a recording is deterministic and finds the recorded best") {
   const auto p = small_problem();
   const auto r = small_recording(p);

@@ -117,7 +117,8 @@ int run_fidelity(fidelity_options const& o) {
   for (auto const& file : o.recordings) {
     const auto rec = read_recording(file);
     const auto prob = recorded_problem(rec);
-    replay_evaluator ev(rec, prob);
+    // The rungs' own cost: without the sanitizer and ncu runs a search adds (replay_options).
+    replay_evaluator ev(rec, prob, replay_options{.sanitizer_seconds = 0, .profile_seconds = 0});
     baseline base = ev.measure_baseline(prob);
     for (auto const& s : prob.shapes) base.weights.push_back(s.weight);
     std::vector<candidate> cands;

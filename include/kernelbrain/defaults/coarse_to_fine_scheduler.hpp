@@ -110,7 +110,14 @@ class coarse_to_fine_scheduler {
       auto [id, r] = promotions_.front();
       promotions_.pop_front();
       auto const* rec = v.find(id);
-      if (!rec || rec->state != candidate_state::measured || r >= v.rungs().size()) continue;
+      if (!rec || rec->state != candidate_state::measured) continue;
+      if (r >= v.rungs().size()) {
+        // Out of the top rung. Above a lower rung, the candidate was refined when it reached the top; on a
+        // ladder of one rung nothing else refines it, so the top 1/eta are refined here (measured and
+        // profiled already).
+        if (v.rungs().size() == 1) mutations_.push_back(id);
+        continue;
+      }
       // Every promotion (to rung 1 and up) refines the promoted candidate: at once, or, to a rung that
       // profiles, once that measurement (and its diagnosis) is in, so that the moves can follow it.
       if (v.rungs()[r].profile)

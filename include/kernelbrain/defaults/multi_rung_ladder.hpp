@@ -21,6 +21,7 @@ struct ladder_options {
   std::size_t top_trials = 1;   ///< fresh-input correctness trials per shape at the top rung
   bool ab = false;              ///< time the top rung interleaved A/B with the incumbent (doubles its runs)
   std::string screen = "auto";  ///< the middle rung: "auto" (only where it pays), "always", "never"
+  std::string smoke = "auto";   ///< the first rung: "auto" (only where it pays), "always", "never"
 
   [[nodiscard]] static option_table<ladder_options> describe() {
     using o = ladder_options;
@@ -28,7 +29,8 @@ struct ladder_options {
         .add("top_samples", &o::top_samples, 1, "timed samples per shape at the top rung")
         .add("top_trials", &o::top_trials, 1, "fresh-input correctness trials per shape at the top rung")
         .add("ab", &o::ab, "time the top rung interleaved A/B with the incumbent")
-        .add("screen", &o::screen, "the middle rung: auto (only where much cheaper than the top), always, never");
+        .add("screen", &o::screen, "the middle rung: auto (only where much cheaper than the top), always, never")
+        .add("smoke", &o::smoke, "the first rung: auto (only where much cheaper than the next), always, never");
   }
 };
 
@@ -57,8 +59,9 @@ class multi_rung_ladder {
   /// time for the default to reach 2% of the optimum, so that branch keeps the first half until host
   /// recordings say otherwise (docs/design-notes.md).
   [[nodiscard]] static multi_rung_ladder standard(problem const& p, ladder_options const& o = {}) {
-    if (o.screen != "auto" && o.screen != "always" && o.screen != "never")
-      throw error("strategy option 'screen' is '" + o.screen + "', which is not auto, always or never");
+    for (auto const& [name, value] : {std::pair{"screen", &o.screen}, std::pair{"smoke", &o.smoke}})
+      if (*value != "auto" && *value != "always" && *value != "never")
+        throw error(std::string("strategy option '") + name + "' is '" + *value + "', which is not auto, always or never");
     double heaviest = 0;
     for (auto const& s : p.shapes)
       if (is_timed_shape(s)) heaviest = std::max(heaviest, s.weight);
@@ -92,11 +95,18 @@ class multi_rung_ladder {
       }
       return c;
     };
+    // The same test keeps the smoke: where it costs more than a quarter of the rung above it (one heavy
+    // benchmark shape, as on sdpa_fp16), a candidate would pay most of a top measurement twice to climb.
     const bool screen_pays = screen != smoke && cost(screen, 6) * 4 <= cost(all, top.samples + top.warmup);
+    std::vector<rung> rs;
+    rs.push_back(rung{"smoke", std::move(smoke), 3, 1, 1, false, false});
     if (o.screen == "always" || (o.screen == "auto" && screen_pays))
-      return multi_rung_ladder(
-          {rung{"smoke", smoke, 3, 1, 1, false, false}, rung{"screen", screen, 5, 1, 1, false, false}, std::move(top)});
-    return multi_rung_ladder({rung{"smoke", smoke, 3, 1, 1, false, false}, std::move(top)});
+      rs.push_back(rung{"screen", std::move(screen), 5, 1, 1, false, false});
+    rs.push_back(std::move(top));
+    auto const& above = rs[1];
+    const bool smoke_pays = cost(rs[0].shapes, 4) * 4 <= cost(above.shapes, above.samples + above.warmup);
+    if (o.smoke == "never" || (o.smoke == "auto" && !smoke_pays)) rs.erase(rs.begin());
+    return multi_rung_ladder(std::move(rs));
   }
 
   [[nodiscard]] std::span<rung const> rungs() const noexcept { return rungs_; }

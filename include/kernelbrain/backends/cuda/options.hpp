@@ -47,6 +47,14 @@ struct cuda_options {
   /// its wall time is charged as device time) where ncu is found and works. Without ncu, or when it
   /// fails, the diagnosis is the static one and says why (docs/profiling.md). false: no ncu runs.
   bool profile = true;
+  /// With `profile`: ncu runs only for a measurement that is the fastest this evaluator has made at its
+  /// rung's profiled shape so far (a candidate that may become the incumbent, whose diagnosis steers the
+  /// moves and the prompts), and only while ncu's runs stay within `profile_share` of the device seconds
+  /// spent; the others get the static diagnosis. One ncu run costs 2-3 device seconds on an H100, ten to
+  /// thirty lean top-rung measurements (issue 28; backends/common/profile_rationing.hpp).
+  double profile_share = 0.1;
+  /// true: every passing measurement at a profiling rung is profiled (the behaviour before issue 28).
+  bool profile_all = false;
   std::string ncu_path;          ///< empty: $NCU, ncu on PATH, $CUDA_HOME/bin, /usr/local/cuda/bin,
                                  ///< /opt/nvidia/nsight-compute/*/
   double profile_timeout = 180;  ///< wall-clock seconds per ncu run, then it is killed

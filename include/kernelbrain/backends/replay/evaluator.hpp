@@ -11,7 +11,9 @@
 // - Interleaved A/B at a rung is rebuilt by pairing draws of the candidate's and the incumbent's
 //   recorded samples, sample by sample.
 // - Device seconds are the recorded costs, scaled to the rung: per shape, correctness trials times the
-//   recorded cost of one, plus warm-up and samples times the recorded mean time per run.
+//   recorded cost of one, plus warm-up and samples times the recorded mean time per run; and the tools
+//   the recording ran without (replay_options): the sanitizer once per family at the gate, an ncu run
+//   for a profiling rung's fastest measurement so far, as the CUDA backend runs them.
 // Bodies: impl/replay.ipp.
 #pragma once
 #include <cstdint>
@@ -31,10 +33,21 @@ namespace kernelbrain {
 /// another problem or another version of it (problem_digest).
 [[nodiscard]] KERNELBRAIN_DECL problem replay_problem(problem p, recording const& r);
 
+/// The device seconds of what the CUDA backend does in a search and a recording leaves out (it is made
+/// with the sanitizer and the profiler off): charged where the CUDA backend would run them, so that a
+/// replayed search spends as a real one does. The defaults are what an H100 measured in searches with
+/// the default (docs/evaluation-plane.md, "Replay"; issue 28).
+struct replay_options {
+  double sanitizer_seconds = 1.3;  ///< compute-sanitizer, once per template family (the first point the gate passes)
+  double profile_seconds = 2.3;    ///< one ncu run, where the CUDA backend would make one (cuda_options::profile_share)
+  double profile_share = 0.1;      ///< as cuda_options::profile_share
+  bool profile_all = false;        ///< as cuda_options::profile_all: an ncu run for every measurement at a profiling rung
+};
+
 class replay_evaluator final : public evaluator {
  public:
   /// `p`: the problem as replay_problem() returned it. Throws kernelbrain::error as replay_problem does.
-  KERNELBRAIN_DECL replay_evaluator(recording const& r, problem const& p);
+  KERNELBRAIN_DECL replay_evaluator(recording const& r, problem const& p, replay_options o = {});
   KERNELBRAIN_DECL ~replay_evaluator() override;
   replay_evaluator(replay_evaluator const&) = delete;
   replay_evaluator& operator=(replay_evaluator const&) = delete;

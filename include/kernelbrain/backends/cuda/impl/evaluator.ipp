@@ -24,6 +24,7 @@
 #include "kernelbrain/backends/cuda/cubin.hpp"
 #include "kernelbrain/backends/cuda/detail/build.hpp"
 #include "kernelbrain/backends/cuda/detail/compile_cache.hpp"
+#include "kernelbrain/backends/common/profile_rationing.hpp"
 #include "kernelbrain/backends/cuda/detail/profiler.hpp"
 #include "kernelbrain/backends/cuda/detail/protocol.hpp"
 #include "kernelbrain/backends/cuda/detail/sanitizer_gate.hpp"
@@ -161,6 +162,8 @@ struct cuda_evaluator::state {
   int sm_count = 0;  ///< the device's multiprocessors (0: no device seen)
   /// Profiles by (candidate id, shape): a candidate is profiled once per shape, whatever it is measured against.
   std::map<std::pair<std::uint64_t, std::size_t>, detail::cuda::profile_outcome> profiles;
+  detail::profile_rationing rationing;  ///< which measurements get an ncu run
+  double taken = 0;                     ///< device seconds taken so far (take_device_seconds)
   std::string fingerprint;
   mutable std::mutex mu;                 ///< builds, worker, spent: the evaluation thread's state
   detail::cuda::compile_cache compiler;  ///< last: its compile threads stop before anything they use goes away
@@ -174,6 +177,7 @@ struct cuda_evaluator::state {
         worker(worker_exe, prob, shapes, ref_plans, opt.run_timeout, &spent, child_env),
         sanitizer(prob, opt, worker_exe, &spent, child_env),
         profiler(worker_exe, opt.profile_timeout, &spent, child_env),
+        rationing(opt.profile_share, 2.5),
         compiler(worker_exe, opt.compile_timeout) {}
 
   void setup() {
@@ -314,11 +318,22 @@ struct cuda_evaluator::state {
     const auto statics = diagnose_static(b.res, sm, roof, main, sm_count > 0 ? sm_count : sm.sm_count);
     const auto key = std::make_pair(c.id.value, sh);
     auto it = profiles.find(key);
+    // Not every measurement is worth an ncu run (common/profile_rationing.hpp), unless this candidate was
+    // profiled here already.
+    const bool worth = rationing.should_profile(r.name, sh, t ? t->stats.median : 0.0, taken + spent, opt.profile_all);
+    if (it == profiles.end() && !worth) {
+      m.diagnosis = render(kernelbrain::diagnose(
+          statics, {}, roof,
+          "ncu: not run: not the fastest at shape '" + prob.shapes[sh].name +
+              "' so far, or the profiler's share of the device time is spent (cuda_options::profile_share)"));
+      return;
+    }
     if (it == profiles.end()) {
       auto q = worker.request_for(sh, b.plans[sh], derive_seed(seed, "cuda-profile", sh));
       q.warmup = 1;
       q.samples = 1;
       it = profiles.emplace(key, profiler.profile(q)).first;
+      rationing.ran(it->second.seconds);
     }
     auto const& p = it->second;
     if (p.why_not.empty()) m.profile = p.metrics;
@@ -336,6 +351,8 @@ cuda_evaluator::cuda_evaluator(problem const& p, cuda_options o) {
   s_ = std::make_unique<state>(p, std::move(o));
   if (!(s_->opt.run_timeout > 0) || !(s_->opt.compile_timeout > 0) || !(s_->opt.sanitizer_timeout > 0))
     throw error("cuda_options: run_timeout, compile_timeout and sanitizer_timeout must be positive seconds");
+  if (!(s_->opt.profile_share >= 0 && s_->opt.profile_share <= 1))
+    throw error("cuda_options: profile_share must be a share from 0 to 1");
   if (s_->opt.checked_timed_calls < 0) throw error("cuda_options: checked_timed_calls must be >= 0");
   s_->setup();
 }
@@ -431,6 +448,7 @@ baseline cuda_evaluator::measure_baseline(problem const& p) {
 
 double cuda_evaluator::take_device_seconds() {
   std::lock_guard lk(s_->mu);
+  s_->taken += s_->spent;
   return std::exchange(s_->spent, 0.0);
 }
 std::optional<resources> cuda_evaluator::resources_of(candidate const& c) {

@@ -4,10 +4,12 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <string>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
 #include <vector>
+#include "kernelbrain/backends/common/profile_rationing.hpp"
 #include "kernelbrain/backends/replay/evaluator.hpp"
 #include "kernelbrain/core/error.hpp"
 #include "kernelbrain/core/hash.hpp"
@@ -64,6 +66,11 @@ struct replay_evaluator::state {
   double best = 0;
   std::unordered_set<std::size_t> built;
   double spent = 0, compile = 0;
+  replay_options opt;
+  std::unordered_set<std::string> sanitized;                     ///< families whose first point the gate passed
+  std::unordered_set<std::uint64_t> profiled;  ///< points charged an ncu run
+  detail::profile_rationing rationing{0.1, 0};  ///< which measurements the CUDA backend would profile
+  double taken = 0;                             ///< device seconds taken so far
 
   recorded_point const* find(candidate const& c) const {
     auto it = by_content.find(content_key(c));
@@ -96,8 +103,13 @@ struct replay_evaluator::state {
   }
 };
 
-KERNELBRAIN_DECL replay_evaluator::replay_evaluator(recording const& r, problem const& p)
+KERNELBRAIN_DECL replay_evaluator::replay_evaluator(recording const& r, problem const& p, replay_options o)
     : s_(std::make_unique<state>()) {
+  if (!(o.sanitizer_seconds >= 0) || !(o.profile_seconds >= 0) || !(o.profile_share >= 0 && o.profile_share <= 1))
+    throw error("replay_options: sanitizer_seconds and profile_seconds must be seconds, 0 or more, and profile_share "
+                "a share from 0 to 1");
+  s_->opt = o;
+  s_->rationing = detail::profile_rationing(o.profile_share, o.profile_seconds);
   // `p` is replay_problem()'s, which checked the digest before it dropped templates without points.
   if (r.header.problem != p.name)
     throw error("replay: the recording is of problem '" + r.header.problem + "', not '" + p.name + "'");
@@ -182,6 +194,8 @@ KERNELBRAIN_DECL verdict replay_evaluator::check(candidate const& c, std::span<s
     if (r) s.spent += r->check_seconds * trials;
     if (!v) return v;
   }
+  // The CUDA backend's sanitizer stage: once per family, on the first point that passes the checks.
+  if (s.sanitized.insert(p->family).second) s.spent += s.opt.sanitizer_seconds;
   return verdict::pass();
 }
 
@@ -245,6 +259,19 @@ KERNELBRAIN_DECL measurement replay_evaluator::measure(candidate const& c, rung 
   if (r.profile) {
     m.profile = p->profile;
     m.diagnosis = p->diagnosis;
+    // An ncu run where the CUDA backend would make one (its profiled shape: the one with the most tensor
+    // bytes; here, the one with the slowest reference), once per point.
+    std::size_t sh = r.shapes.front();
+    for (auto x : r.shapes)
+      if (s.reference[x] >= s.reference[sh]) sh = x;
+    double median = 0;
+    for (auto const& t : m.timings)
+      if (t.shape == sh) median = t.stats.median;
+    if (s.rationing.should_profile(r.name, sh, median, s.taken + s.spent + cost, s.opt.profile_all) &&
+        s.profiled.insert(p->content).second) {
+      cost += s.opt.profile_seconds;
+      s.rationing.ran(s.opt.profile_seconds);
+    }
   }
   s.spent += cost;
   return m;
@@ -259,7 +286,10 @@ KERNELBRAIN_DECL baseline replay_evaluator::measure_baseline(problem const& p) {
   return b;
 }
 
-KERNELBRAIN_DECL double replay_evaluator::take_device_seconds() { return std::exchange(s_->spent, 0.0); }
+KERNELBRAIN_DECL double replay_evaluator::take_device_seconds() {
+  s_->taken += s_->spent;
+  return std::exchange(s_->spent, 0.0);
+}
 
 KERNELBRAIN_DECL std::optional<double> replay_evaluator::true_speedup(candidate const& c) const {
   auto it = s_->by_content.find(content_key(c));

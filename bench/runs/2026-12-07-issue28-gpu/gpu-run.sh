@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Issue 28 on the GPU, 2026-12-07, with programs from tools/build-for-h200.sh (.h200/new, carried).
+#   part 1: the two landscapes no design decision saw (bench/unseen, recorded as bench/recordings were:
+#           --seed 1 --samples 20 --warmup 2, each under a time limit: a partial sweep is a uniform sample),
+#           then real CUDA searches of default and exhaustive, 3 seeds each, on sdpa_fp16 (8 s) and softmax
+#           (20 s), one journal per run (bench/journal_reach.py reads them: device seconds to 5% of the
+#           best, and what the sanitizer and ncu runs cost).
+#   part 2: the gpu-labelled tests, then a third new landscape: sdpa (fp32) on this card, as long as the
+#           call has time.
+# Everything comes back in $OUT/part<N>.tgz; a short table is printed last.
+set -u
+PART=${1:-1}
+ROOT=$(pwd)
+BIN=$ROOT/.h200/new
+W=$OUT/p$PART
+mkdir -p "$W/logs" "$W/rec" "$W/journals"
+export KERNELBRAIN_CUDA_WORKER=$BIN/kernelbrain-cuda-worker KERNELBRAIN_KERNEL_PREP=$BIN/kernelbrain_kernel_prep
+export KERNELBRAIN_CUDA_PROBLEMS=$ROOT/examples/cuda_problems KERNELBRAIN_PYTHON=none
+T0=$(date +%s)
+el() { echo $(( $(date +%s) - T0 )); }
+{ date -u; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; } > "$W/logs/env.txt" 2>&1
+record() {  # NAME DIR SECONDS
+  KERNELBRAIN_CACHE_DIR=$OUT/cache-rec-$1 timeout $(( $3 + 60 )) "$BIN/kernelbrain" record "$2" --backend cuda --points 0 \
+    --seed 1 --samples 20 --warmup 2 --max-shape-seconds 0.5 --time-limit "$3" --out "$W/rec/$1.jsonl" \
+    > "$W/logs/record-$1.log" 2>&1
+  echo "record $1 rc $? at $(el) s: $(tail -1 "$W/logs/record-$1.log" | cut -c1-240)" >> "$W/logs/rc.txt"
+  [ -f "$W/rec/$1.jsonl" ] && gzip -9 -f "$W/rec/$1.jsonl"
+}
+search() {  # PROBLEM BUDGET
+  for st in default exhaustive; do for seed in 1 2 3; do
+    KERNELBRAIN_CACHE_DIR=$OUT/cache-$1 timeout 120 "$BIN/kernelbrain" tune "$ROOT/examples/cuda_problems/$1" --backend cuda \
+      --strategy $st --budget "$2" --wall 100 --seed $seed --journal "$W/journals/$1-$st-$seed.jsonl" \
+      > "$W/logs/tune-$1-$st-$seed.log" 2>&1
+    echo "tune $1 $st seed $seed rc $? at $(el) s" >> "$W/logs/rc.txt"
+  done; done
+}
+if [ "$PART" = 1 ]; then
+  record softmax_vocab bench/unseen/softmax_vocab 75
+  record rmsnorm_convnet bench/unseen/rmsnorm_convnet 75
+  search sdpa_fp16 8s
+  search softmax 20s
+  python3 bench/journal_reach.py "$W"/journals/*.jsonl > "$W/reach.md" 2>&1
+else
+  export KERNELBRAIN_CACHE_DIR=$OUT/cache-tests
+  KERNELBRAIN_PYTHON=none timeout 300 "$BIN/kernelbrain_gpu_tests" > "$W/logs/gpu.cuda_backend.log" 2>&1
+  echo "gpu.cuda_backend rc $? at $(el) s: $(grep -E 'test cases' "$W/logs/gpu.cuda_backend.log")" >> "$W/logs/rc.txt"
+  left=$(( 560 - $(el) ))
+  [ $left -gt 120 ] && record sdpa_h100 sdpa $(( left - 70 ))
+fi
+cat "$W/logs/env.txt" "$W/logs/rc.txt"
+[ -f "$W/reach.md" ] && cat "$W/reach.md"
+for f in "$W"/journals/*.jsonl; do [ -f "$f" ] && gzip -9 "$f"; done
+rm -rf "$OUT"/cache-*
+tar czf "$OUT/part$PART.tgz" -C "$OUT" "p$PART" && rm -rf "$W"
+echo "call total $(el) s"
