@@ -388,6 +388,17 @@ TEST_CASE("replay: the sanitizer and ncu runs a recording lacks are charged wher
   CHECK_THROWS_AS(kb::replay_evaluator(r, rp, kb::replay_options{.profile_share = 1.5}), kb::error);
 }
 
+TEST_CASE("replay: the tools' costs read from a spec ($KERNELBRAIN_REPLAY_TOOLS)") {
+  const auto o = kb::parse_replay_options("profile=3.5,all=1,sanitizer=0");
+  CHECK(o.sanitizer_seconds == 0);
+  CHECK(o.profile_seconds == 3.5);
+  CHECK(o.profile_share == kb::replay_options{}.profile_share);
+  CHECK(o.profile_all);
+  CHECK(kb::parse_replay_options("").profile_seconds == kb::replay_options{}.profile_seconds);
+  for (auto bad : {"profile", "profile=", "profile=x", "profile=-1", "share=2", "all=2", "ncu=1", "profile=1,"})
+    CHECK_THROWS_WITH_AS((void)kb::parse_replay_options(bad), doctest::Contains("is not sanitizer=SECONDS"), kb::error);
+}
+
 TEST_CASE("replay: a search over a recording is deterministic and finds the recorded best") {
   const auto p = small_problem();
   const auto r = small_recording(p);

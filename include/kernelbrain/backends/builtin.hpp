@@ -6,6 +6,7 @@
 #pragma once
 #include <any>
 #include <charconv>
+#include <cstdlib>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -112,8 +113,10 @@ inline bool provide_builtin_backends() {
         request_context<synthetic_landscape>(req, "synthetic", "a synthetic_landscape const*"));
   });
   r.provide("replay", [](backend_request const& req) -> std::unique_ptr<evaluator> {
+    // What the sanitizer and ncu runs a recording lacks cost (replay_options; docs/evaluation-plane.md).
+    char const* tools = std::getenv("KERNELBRAIN_REPLAY_TOOLS");
     return std::make_unique<replay_evaluator>(request_context<recording>(req, "replay", "a recording const*"),
-                                              *req.prob);
+                                              *req.prob, tools ? parse_replay_options(tools) : replay_options{});
   });
   r.provide_opener("synthetic", open_synthetic);
   r.provide_opener("replay", open_recording);

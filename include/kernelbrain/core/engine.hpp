@@ -125,6 +125,14 @@ class engine {
       if (opt_.limits.evaluations > 0 &&
           meter_.usage().evaluations + history_.in_flight_evaluations() >= opt_.limits.evaluations)
         return waiting{};
+      // Likewise device seconds, each evaluation in flight expected to cost the mean so far: a budget is
+      // overshot by what the last evaluations cost, not by every one queued behind them (issue 28).
+      if (opt_.limits.device_seconds > 0 && history_.in_flight_evaluations() > 0) {
+        const auto u = meter_.usage();
+        const double mean = u.evaluations > 0 ? u.device_seconds / static_cast<double>(u.evaluations) : 0.0;
+        if (u.device_seconds + static_cast<double>(history_.in_flight_evaluations()) * mean >= opt_.limits.device_seconds)
+          return waiting{};
+      }
       action a = pol_.scheduler.next(view());
       if (auto* s = std::get_if<stop_request>(&a)) return finish(s->reason.empty() ? "scheduler stopped" : s->reason);
       if (std::holds_alternative<wait_request>(a)) {

@@ -44,6 +44,11 @@ struct replay_options {
   bool profile_all = false;        ///< as cuda_options::profile_all: an ncu run for every measurement at a profiling rung
 };
 
+/// replay_options from "sanitizer=1.3,profile=2.3,share=0.1,all=0" (any of the four, in any order; the
+/// others keep their defaults): what $KERNELBRAIN_REPLAY_TOOLS sets for the built-in replay backend. Throws
+/// kernelbrain::error naming the part that is not a known key with a number (all: 0 or 1).
+[[nodiscard]] KERNELBRAIN_DECL replay_options parse_replay_options(std::string const& spec);
+
 class replay_evaluator final : public evaluator {
  public:
   /// `p`: the problem as replay_problem() returned it. Throws kernelbrain::error as replay_problem does.

@@ -3,6 +3,7 @@
 #pragma once
 #include <algorithm>
 #include <cmath>
+#include <exception>
 #include <limits>
 #include <string>
 #include <unordered_map>
@@ -55,6 +56,39 @@ KERNELBRAIN_DECL problem replay_problem(problem p, recording const& r) {
     h.templ->space.points = std::move(pts);
   }
   return p;
+}
+
+KERNELBRAIN_DECL replay_options parse_replay_options(std::string const& spec) {
+  replay_options o;
+  std::size_t at = 0;
+  while (at <= spec.size() && !spec.empty()) {
+    const auto end = std::min(spec.find(',', at), spec.size());
+    const auto part = spec.substr(at, end - at);
+    const auto eq = part.find('=');
+    const auto key = part.substr(0, eq);
+    double value = 0;
+    std::size_t used = 0;
+    bool ok = eq != std::string::npos && eq + 1 < part.size();
+    if (ok) try {
+        value = std::stod(part.substr(eq + 1), &used);
+        ok = used == part.size() - eq - 1 && std::isfinite(value) && value >= 0;
+      } catch (std::exception const&) {
+        ok = false;
+      }
+    if (ok && key == "sanitizer")
+      o.sanitizer_seconds = value;
+    else if (ok && key == "profile")
+      o.profile_seconds = value;
+    else if (ok && key == "share" && value <= 1)
+      o.profile_share = value;
+    else if (ok && key == "all" && (value == 0 || value == 1))
+      o.profile_all = value == 1;
+    else
+      throw error("replay tools '" + spec + "': '" + part +
+                  "' is not sanitizer=SECONDS, profile=SECONDS, share=0..1 or all=0|1");
+    at = end + 1;
+  }
+  return o;
 }
 
 struct replay_evaluator::state {
