@@ -395,9 +395,17 @@ std::vector<expected_option> ladder_expected() {
       {"top_samples", "1", "5", "8", [top](auto& p) { return std::to_string(top(p).samples); }},
       {"top_trials", "1", "1", "2", [top](auto& p) { return std::to_string(top(p).correctness_trials); }},
       {"ab", "", "false", "true", [top](auto& p) { return std::string(top(p).interleaved ? "true" : "false"); }},
-      // The synthetic problem's screen pays (auto keeps it): three rungs for auto, two for never.
+      // The synthetic problem's screen pays (auto keeps it): a rung named screen for auto, none for never.
       {"screen", "", "auto", "never",
-       [](auto& p) { return std::string(p.ladder.rungs().size() == 3 ? "auto" : "never"); }},
+       [](auto& p) {
+         auto const rs = p.ladder.rungs();
+         return std::string(std::any_of(rs.begin(), rs.end(), [](kb::rung const& r) { return r.name == "screen"; })
+                                ? "auto"
+                                : "never");
+       }},
+      // Its smoke pays too: the first rung is the smoke for auto, the screen for never.
+      {"smoke", "", "auto", "never",
+       [](auto& p) { return std::string(p.ladder.rungs().front().name == "smoke" ? "auto" : "never"); }},
   };
 }
 std::vector<expected_option> joined(std::vector<expected_option> a, std::vector<expected_option> const& b) {
@@ -516,7 +524,7 @@ TEST_CASE("registry: each builtin strategy's declared options are exactly what i
       }
       // Every integer option is a count (never negative); the two fractions have no declared minimum; the
       // options that take a word refuse any other, naming the option and the value.
-      if (o.name == "ab" || o.name == "promotion" || o.name == "screen") {
+      if (o.name == "ab" || o.name == "promotion" || o.name == "screen" || o.name == "smoke") {
         for (std::string const bad : {"-1", "many"})
           CHECK_THROWS_WITH_AS((void)reg.make(name, prob, {{o.name, bad}}),
                                doctest::Contains(("'" + o.name + "' is '" + bad + "', which is not ").c_str()),

@@ -139,16 +139,25 @@ TEST_CASE("the standard ladder times benchmark shapes, and --focus narrows a pro
   CHECK(before.rungs()[2].correctness_trials == 3);
   CHECK(before.rungs()[2].interleaved);
   CHECK_THROWS_WITH_AS(multi_rung_ladder::standard(p, ladder_options{.screen = "sometimes"}),
-                       doctest::Contains("not auto, always or never"), error);
+                       doctest::Contains("'screen' is 'sometimes', which is not auto, always or never"), error);
+  CHECK_THROWS_WITH_AS(multi_rung_ladder::standard(p, ladder_options{.smoke = "rarely"}),
+                       doctest::Contains("'smoke' is 'rarely', which is not auto, always or never"), error);
+  const auto no_smoke = multi_rung_ladder::standard(p, ladder_options{.smoke = "never"});
+  REQUIRE(no_smoke.rungs().size() == 1);
+  CHECK(no_smoke.rungs()[0].name == "confirm");
 
   const auto big = focused_on(p, {"4096x393216"});
   CHECK(big.shapes.size() == p.shapes.size() - 2);  // the two other benchmark shapes are gone
   for (auto const& s : big.shapes) CHECK((s.tier == "smoke" || s.tier == "odd" || s.name == "4096x393216"));
-  // A screen that would time what the smoke times is never kept.
+  // A screen that would time what the smoke times is never kept; nor is a smoke that times the top rung's
+  // one benchmark shape (3 samples of it cost more than a quarter of the top rung's 1 + 5): one rung.
   const auto ladder = multi_rung_ladder::standard(big);
-  REQUIRE(ladder.rungs().size() == 2);
-  CHECK(names(big, ladder.rungs()[0].shapes) == std::vector<std::string>{"4096x393216"});
-  const auto always = multi_rung_ladder::standard(big, ladder_options{.screen = "always"});
+  REQUIRE(ladder.rungs().size() == 1);
+  CHECK(ladder.rungs()[0].name == "confirm");
+  CHECK(ladder.rungs()[0].shapes.size() == big.shapes.size());
+  const auto always = multi_rung_ladder::standard(big, ladder_options{.screen = "always", .smoke = "always"});
+  REQUIRE(always.rungs().size() == 3);
+  CHECK(names(big, always.rungs()[0].shapes) == std::vector<std::string>{"4096x393216"});
   CHECK(names(big, always.rungs()[1].shapes) == std::vector<std::string>{"4096x393216"});
 
   CHECK_THROWS_WITH_AS(focused_on(p, {"4096x65537"}),

@@ -357,7 +357,8 @@ TEST_CASE("replay: the sanitizer and ncu runs a recording lacks are charged wher
     CHECK(ev.take_device_seconds() == doctest::Approx(gate_cost));
   }
   SUBCASE("ncu: a profiling rung's fastest measurement so far, once per point") {
-    kb::replay_evaluator ev(r, rp, kb::replay_options{.sanitizer_seconds = 0, .profile_seconds = 2.0, .profile_share = 1});
+    kb::replay_evaluator ev(r, rp,
+                            kb::replay_options{.sanitizer_seconds = 0, .profile_seconds = 2.0, .profile_share = 1});
     auto charged = [&](std::int64_t a, std::int64_t b) {
       (void)ev.take_device_seconds();
       (void)ev.measure(point(rp, a, b), top, kb::measure_request{1, nullptr});
@@ -375,11 +376,13 @@ TEST_CASE("replay: the sanitizer and ncu runs a recording lacks are charged wher
     CHECK(ev.take_device_seconds() == doctest::Approx(own(3, 1)));
   }
   SUBCASE("ncu: its runs stay within their share of the device seconds spent") {
-    kb::replay_evaluator ev(r, rp, kb::replay_options{.sanitizer_seconds = 0, .profile_seconds = 2.0, .profile_share = 0.5});
+    kb::replay_evaluator ev(r, rp,
+                            kb::replay_options{.sanitizer_seconds = 0, .profile_seconds = 2.0, .profile_share = 0.5});
     // 2 s of ncu within half of what is spent: not before 2 s have been spent on other work.
     (void)ev.measure(point(rp, 2, 2), top, kb::measure_request{1, nullptr});
     CHECK(ev.take_device_seconds() == doctest::Approx(own(2, 2)));
-    kb::replay_evaluator rich(r, rp, kb::replay_options{.sanitizer_seconds = 2.5, .profile_seconds = 2.0, .profile_share = 0.5});
+    kb::replay_evaluator rich(
+        r, rp, kb::replay_options{.sanitizer_seconds = 2.5, .profile_seconds = 2.0, .profile_share = 0.5});
     (void)rich.check(point(rp, 3, 3), gate, 2, 1);  // 2.5 s of sanitizer spent first
     (void)rich.take_device_seconds();
     (void)rich.measure(point(rp, 2, 2), top, kb::measure_request{1, nullptr});

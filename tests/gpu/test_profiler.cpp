@@ -136,7 +136,7 @@ TEST_CASE("profiler: ncu diagnoses uncoalesced loads and a register limit, and l
   kb_test::temp_dir dir("profiler_gpu");
   cuda_options o;
   o.cache_dir = dir.path.string();
-  o.sanitize = false;     // not what this test is about, and slow
+  o.sanitize = false;    // not what this test is about, and slow
   o.profile_all = true;  // every measurement profiled, not only the fastest so far within the profiler's share
   const auto p = copy_problem();
   cuda_evaluator ev(p, o);

@@ -130,7 +130,8 @@ class engine {
       if (opt_.limits.device_seconds > 0 && history_.in_flight_evaluations() > 0) {
         const auto u = meter_.usage();
         const double mean = u.evaluations > 0 ? u.device_seconds / static_cast<double>(u.evaluations) : 0.0;
-        if (u.device_seconds + static_cast<double>(history_.in_flight_evaluations()) * mean >= opt_.limits.device_seconds)
+        if (u.device_seconds + static_cast<double>(history_.in_flight_evaluations()) * mean >=
+            opt_.limits.device_seconds)
           return waiting{};
       }
       action a = pol_.scheduler.next(view());

@@ -1,4 +1,4 @@
-// The default fidelity ladder: smoke, screen, confirm.
+// The default fidelity ladder: smoke, screen, confirm (each lower rung only where it pays).
 #pragma once
 #include <algorithm>
 #include <cstddef>
@@ -48,9 +48,10 @@ class multi_rung_ladder {
   /// roofline floor when the problem gives costs, else the first), 3 samples; screen every shape of
   /// B, 5 samples after 1 warm-up. Without (every timed shape weighs in the score): smoke the first
   /// shape of T, screen the first half of T. The screen is kept only as `o.screen` says (auto: where it
-  /// pays, below). confirm: every shape of T, `o.top_samples` samples (5) after 1 warm-up,
-  /// `o.top_trials` trials (1) at the shapes the candidate has not passed yet, A/B with the incumbent
-  /// only with `o.ab`, profiled.
+  /// pays, below), and the smoke only as `o.smoke` says (auto: where it costs at most a quarter of the rung
+  /// above it; not where it times the top rung's one heavy shape, as on sdpa_fp16). confirm: every shape of T,
+  /// `o.top_samples` samples (5) after 1 warm-up, `o.top_trials` trials (1) at the shapes the candidate has not passed
+  /// yet, A/B with the incumbent only with `o.ab`, profiled.
   ///
   /// The screen's 5 samples were chosen on recorded H200 sweeps (kernelbrain fidelity,
   /// docs/results.md): they rank as well as 10 (Spearman within 0.01 on every recorded problem) for
@@ -61,7 +62,8 @@ class multi_rung_ladder {
   [[nodiscard]] static multi_rung_ladder standard(problem const& p, ladder_options const& o = {}) {
     for (auto const& [name, value] : {std::pair{"screen", &o.screen}, std::pair{"smoke", &o.smoke}})
       if (*value != "auto" && *value != "always" && *value != "never")
-        throw error(std::string("strategy option '") + name + "' is '" + *value + "', which is not auto, always or never");
+        throw error(std::string("strategy option '") + name + "' is '" + *value +
+                    "', which is not auto, always or never");
     double heaviest = 0;
     for (auto const& s : p.shapes)
       if (is_timed_shape(s)) heaviest = std::max(heaviest, s.weight);

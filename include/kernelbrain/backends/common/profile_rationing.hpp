@@ -22,8 +22,7 @@ class profile_rationing {
   /// Whether to profile a measurement whose median at the rung's profiled shape `shape` is `median`,
   /// with `spent` device seconds spent so far (this measurement included) and `all` set to profile every
   /// measurement that is the fastest so far or not. Records the median either way.
-  [[nodiscard]] bool should_profile(std::string const& rung, std::size_t shape, double median, double spent,
-                                    bool all) {
+  [[nodiscard]] bool should_profile(std::string const& rung, std::size_t shape, double median, double spent, bool all) {
     auto [f, first] = fastest_.try_emplace({rung, shape}, median);
     const bool fastest = first || (median > 0 && median < f->second);
     if (median > 0 && median < f->second) f->second = median;

@@ -41,7 +41,7 @@ struct replay_options {
   double sanitizer_seconds = 1.3;  ///< compute-sanitizer, once per template family (the first point the gate passes)
   double profile_seconds = 2.3;    ///< one ncu run, where the CUDA backend would make one (cuda_options::profile_share)
   double profile_share = 0.1;      ///< as cuda_options::profile_share
-  bool profile_all = false;        ///< as cuda_options::profile_all: an ncu run for every measurement at a profiling rung
+  bool profile_all = false;  ///< as cuda_options::profile_all: an ncu run for every measurement at a profiling rung
 };
 
 /// replay_options from "sanitizer=1.3,profile=2.3,share=0.1,all=0" (any of the four, in any order; the

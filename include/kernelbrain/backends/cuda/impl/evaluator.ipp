@@ -21,10 +21,10 @@
 #include <vector>
 #include "kernelbrain/backends/common/ab_ratios.hpp"
 #include "kernelbrain/backends/common/cache_dir.hpp"
+#include "kernelbrain/backends/common/profile_rationing.hpp"
 #include "kernelbrain/backends/cuda/cubin.hpp"
 #include "kernelbrain/backends/cuda/detail/build.hpp"
 #include "kernelbrain/backends/cuda/detail/compile_cache.hpp"
-#include "kernelbrain/backends/common/profile_rationing.hpp"
 #include "kernelbrain/backends/cuda/detail/profiler.hpp"
 #include "kernelbrain/backends/cuda/detail/protocol.hpp"
 #include "kernelbrain/backends/cuda/detail/sanitizer_gate.hpp"

@@ -101,8 +101,8 @@ struct replay_evaluator::state {
   std::unordered_set<std::size_t> built;
   double spent = 0, compile = 0;
   replay_options opt;
-  std::unordered_set<std::string> sanitized;                     ///< families whose first point the gate passed
-  std::unordered_set<std::uint64_t> profiled;  ///< points charged an ncu run
+  std::unordered_set<std::string> sanitized;    ///< families whose first point the gate passed
+  std::unordered_set<std::uint64_t> profiled;   ///< points charged an ncu run
   detail::profile_rationing rationing{0.1, 0};  ///< which measurements the CUDA backend would profile
   double taken = 0;                             ///< device seconds taken so far
 
@@ -140,8 +140,9 @@ struct replay_evaluator::state {
 KERNELBRAIN_DECL replay_evaluator::replay_evaluator(recording const& r, problem const& p, replay_options o)
     : s_(std::make_unique<state>()) {
   if (!(o.sanitizer_seconds >= 0) || !(o.profile_seconds >= 0) || !(o.profile_share >= 0 && o.profile_share <= 1))
-    throw error("replay_options: sanitizer_seconds and profile_seconds must be seconds, 0 or more, and profile_share "
-                "a share from 0 to 1");
+    throw error(
+        "replay_options: sanitizer_seconds and profile_seconds must be seconds, 0 or more, and profile_share "
+        "a share from 0 to 1");
   s_->opt = o;
   s_->rationing = detail::profile_rationing(o.profile_share, o.profile_seconds);
   // `p` is replay_problem()'s, which checked the digest before it dropped templates without points.
