@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# tools/campaign.py drives exchange rounds (issue 29, item 1): on the host backend's softmax, a campaign is
+# made, a round stops with prompts waiting, a step is refused while they are unanswered, an answer with no
+# code is put in place (a test of the plumbing, not a model's answer), the next round resumes the journal
+# and journals that exchange as no_code, and the round limit ends the campaign.
+#   check_campaign.sh KERNELBRAIN
+set -euo pipefail
+K=$1
+HERE=$(cd "$(dirname "$0")" && pwd)
+C="python3 $HERE/../../tools/campaign.py"
+command -v python3 > /dev/null || { echo "skipped: no python3"; exit 77; }
+D=$(mktemp -d)
+trap 'rm -rf "$D"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+KERNELBRAIN=$K $C init "$D/c" --problem softmax --budget 30evals --rounds 2 -- --backend host --seed 1
+$C step "$D/c" > "$D/step1.txt" || fail "round 1 exited $?"
+grep -q "prompts wait for answers" "$D/step1.txt" || fail "round 1 did not stop for answers: $(cat "$D/step1.txt")"
+mapfile -t waiting < <($C pending "$D/c")
+[ ${#waiting[@]} -ge 1 ] || fail "no prompt pending after round 1"
+if $C step "$D/c" > "$D/refused.txt" 2>&1; then fail "a step ran with prompts unanswered"; fi
+grep -q "wait for answers" "$D/refused.txt" || fail "the refusal does not say why: $(cat "$D/refused.txt")"
+for p in "${waiting[@]}"; do
+  a=${p/prompt-/answer-}
+  echo "No kernel from me." > "$a.tmp" && mv "$a.tmp" "$a"
+done
+$C step "$D/c" > "$D/step2.txt" || fail "round 2 exited $?"
+grep -q -- "--resume" "$D/step2.txt" || fail "round 2 did not resume the journal"
+$C status "$D/c" > "$D/status.txt"
+cat "$D/status.txt"
+grep -q "rounds: 2 of at most 2" "$D/status.txt" || fail "status does not count two rounds"
+grep -q "no_code ${#waiting[@]}" "$D/status.txt" || fail "the answers with no code are not journaled as no_code"
+for p in $($C pending "$D/c"); do a=${p/prompt-/answer-}; echo "none" > "$a"; done
+if $C step "$D/c" > "$D/third.txt" 2>&1; then fail "a third round ran past --rounds 2"; fi
+grep -q "has run its 2 rounds" "$D/third.txt" || fail "the round limit is not named: $(cat "$D/third.txt")"
+echo "campaign rounds: ok"
