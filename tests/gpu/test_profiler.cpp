@@ -217,3 +217,74 @@ TEST_CASE("profiler: ncu diagnoses uncoalesced loads and a register limit, and l
   // The profiles' wall time is charged as device time, with the timings.
   CHECK(ev.take_device_seconds() > 0);
 }
+
+// The rationing (backends/common/profile_rationing.hpp), as the CUDA backend applies it: with the whole
+// device time open to ncu (profile_share 1), the first measurement is profiled, a slower one after it is
+// not (it cannot become the incumbent), and a faster one is; with profile_share 0 nothing is, and the
+// diagnosis says why. Measured on the large shape (the rung's profiled one), where the three copies are
+// far apart: the uncoalesced copy reads 8x the sectors of the coalesced one.
+TEST_CASE("profiler: ncu runs only on the fastest measurement so far, within the profiler's share") {
+  const auto gpu = gpu_name();
+  if (gpu.empty()) {
+    MESSAGE("skipped: no GPU (kernelbrain-cuda-worker --version sees no device)");
+    return;
+  }
+  const auto ncu = detail::cuda::find_ncu();
+  if (ncu.path.empty()) {
+    MESSAGE("skipped: no ncu (", ncu.why_not, ")");
+    return;
+  }
+  kb_test::temp_dir dir("profiler_ration_gpu");
+  rung r;
+  r.name = "confirm";
+  r.shapes = {0, 1};
+  r.samples = 5;
+  r.warmup = 1;
+  r.profile = true;
+  measure_request req;
+  req.seed = 11;
+  const auto p = copy_problem();
+  const auto slow = cand(uncoalesced_copy, chunk_per_thread_plan);
+  const auto fast = cand(coalesced_copy, one_per_thread_plan);
+  // Another candidate (another source text) with the slow one's kernel.
+  const auto slow_twin = cand(std::string(uncoalesced_copy) + "\n// the same kernel, another candidate\n",
+                              chunk_per_thread_plan);
+  auto options = [&](double share) {
+    cuda_options o;
+    o.cache_dir = dir.path.string();
+    o.sanitize = false;  // not what this test is about, and slow
+    o.profile_share = share;
+    return o;
+  };
+  auto measured = [&](cuda_evaluator& ev, candidate const& c) {
+    auto m = ev.measure(c, r, req);
+    INFO(m.result.detail);
+    REQUIRE(m.result.where == stage::pass);
+    return m;
+  };
+  constexpr std::string_view not_run = "ncu: not run: not the fastest";
+
+  SUBCASE("share 1: the first measurement and each faster one") {
+    cuda_evaluator ev(p, options(1.0));
+    const auto a = measured(ev, slow);
+    CHECK(ev.profiler_runs() == 1);
+    CHECK(a.profile.count("gpu__time_duration.sum") == 1);
+    const auto b = measured(ev, fast);
+    INFO(b.diagnosis);
+    CHECK(ev.profiler_runs() == 2);
+    CHECK(b.profile.count("gpu__time_duration.sum") == 1);
+    const auto c = measured(ev, slow_twin);
+    INFO(c.diagnosis);
+    CHECK(ev.profiler_runs() == 2);
+    CHECK(c.profile.empty());
+    CHECK(c.diagnosis.find(not_run) != std::string::npos);
+  }
+  SUBCASE("share 0: none, and the diagnosis says why") {
+    cuda_evaluator ev(p, options(0.0));
+    const auto a = measured(ev, fast);
+    INFO(a.diagnosis);
+    CHECK(ev.profiler_runs() == 0);
+    CHECK(a.profile.empty());
+    CHECK(a.diagnosis.find(not_run) != std::string::npos);
+  }
+}

@@ -8,6 +8,8 @@
 #           time limit: a partial sweep is a uniform sample). The archive is rewritten after each stage.
 #   part 2: the gpu-labelled tests, then a third new landscape: sdpa (fp32) on this card, as long as the
 #           call has time.
+#   part 3: (a session left with under five minutes of device time) the profiler's GPU tests, the
+#           rationing's included, then sdpa_fp16 default against exhaustive at 8 s, seed 1 only.
 # Everything comes back in $OUT/part<N>.tgz; a short table is printed last.
 set -u
 PART=${1:-1}
@@ -28,8 +30,8 @@ record() {  # NAME DIR SECONDS
   echo "record $1 rc $? at $(el) s: $(tail -1 "$W/logs/record-$1.log" | cut -c1-240)" >> "$W/logs/rc.txt"
   [ -f "$W/rec/$1.jsonl" ] && gzip -9 -f "$W/rec/$1.jsonl"
 }
-search() {  # PROBLEM BUDGET
-  for seed in 1 2 3; do for st in default exhaustive; do
+search() {  # PROBLEM BUDGET [SEEDS]
+  for seed in ${3:-1 2 3}; do for st in default exhaustive; do
     wall=$(( TOTAL - $(el) - 25 )); [ $wall -gt 100 ] && wall=100
     [ $wall -lt 20 ] && { echo "tune $1 $st seed $seed skipped: no time left at $(el) s" >> "$W/logs/rc.txt"; continue; }
     KERNELBRAIN_CACHE_DIR=$OUT/cache-$1 timeout $(( wall + 15 )) "$BIN/kernelbrain" tune "$ROOT/examples/cuda_problems/$1" --backend cuda \
@@ -57,6 +59,13 @@ if [ "$PART" = 1 ]; then
     record softmax_vocab bench/unseen/softmax_vocab $per
     record rmsnorm_convnet bench/unseen/rmsnorm_convnet $per
   fi
+elif [ "$PART" = 3 ]; then
+  KERNELBRAIN_CACHE_DIR=$OUT/cache-tests timeout $(( TOTAL / 3 )) "$BIN/kernelbrain_gpu_tests" -tc='profiler*' \
+    > "$W/logs/gpu.profiler.log" 2>&1
+  echo "gpu profiler tests rc $? at $(el) s: $(grep -E 'test cases' "$W/logs/gpu.profiler.log")" >> "$W/logs/rc.txt"
+  pack
+  search sdpa_fp16 8s 1
+  python3 bench/journal_reach.py "$W"/journals/*.jsonl > "$W/reach.md" 2>&1
 else
   export KERNELBRAIN_CACHE_DIR=$OUT/cache-tests
   timeout 300 "$BIN/kernelbrain_gpu_tests" > "$W/logs/gpu.cuda_backend.log" 2>&1
