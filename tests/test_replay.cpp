@@ -6,8 +6,10 @@
 #include <zlib.h>
 
 #include <doctest/doctest.h>
+
 #include <cmath>
 #include <fstream>
+#include <kernelbrain/backends/common/profile_rationing.hpp>
 #include <kernelbrain/backends/replay/evaluator.hpp>
 #include <kernelbrain/core/template_space.hpp>
 #include <kernelbrain/defaults/multi_rung_ladder.hpp>
@@ -388,18 +390,34 @@ TEST_CASE("replay: the sanitizer and ncu runs a recording lacks are charged wher
     (void)rich.measure(point(rp, 2, 2), top, kb::measure_request{1, nullptr});
     CHECK(rich.take_device_seconds() == doctest::Approx(own(2, 2) + 2.0));
   }
+  SUBCASE("the profiled shape: the rung's shape that moves the most bytes, by the CUDA backend's rule") {
+    auto q = p;
+    CHECK(kb::detail::profiled_shape(q, top) == 2);  // no bytes declared: the last of equals
+    q.shapes[1].bytes = 4e9;
+    q.shapes[2].bytes = 1e6;
+    CHECK(kb::detail::profiled_shape(q, top) == 1);
+    kb::rung one = top;
+    one.shapes = {2};
+    CHECK(kb::detail::profiled_shape(q, one) == 2);
+  }
   CHECK_THROWS_AS(kb::replay_evaluator(r, rp, kb::replay_options{.profile_share = 1.5}), kb::error);
 }
 
 TEST_CASE("replay: the tools' costs read from a spec ($KERNELBRAIN_REPLAY_TOOLS)") {
-  const auto o = kb::parse_replay_options("profile=3.5,all=1,sanitizer=0");
+  const auto o = kb::parse_replay_options("profile=3.5,all=true,sanitizer=0");
   CHECK(o.sanitizer_seconds == 0);
   CHECK(o.profile_seconds == 3.5);
   CHECK(o.profile_share == kb::replay_options{}.profile_share);
   CHECK(o.profile_all);
   CHECK(kb::parse_replay_options("").profile_seconds == kb::replay_options{}.profile_seconds);
-  for (auto bad : {"profile", "profile=", "profile=x", "profile=-1", "share=2", "all=2", "ncu=1", "profile=1,"})
-    CHECK_THROWS_WITH_AS((void)kb::parse_replay_options(bad), doctest::Contains("is not sanitizer=SECONDS"), kb::error);
+  CHECK(kb::parse_replay_options("all=1").profile_all);
+  for (auto bad : {"profile", "profile=", "profile=x", "profile=-1", "share=2", "all=2", "ncu=1", "=1"}) {
+    INFO(bad);
+    CHECK_THROWS_WITH_AS((void)kb::parse_replay_options(bad), doctest::Contains("replay tools '"), kb::error);
+    // The message lists the keys there are.
+    CHECK_THROWS_WITH_AS((void)kb::parse_replay_options(bad), doctest::Contains("sanitizer: device seconds"),
+                         kb::error);
+  }
 }
 
 TEST_CASE("replay: a search over a recording is deterministic and finds the recorded best") {

@@ -247,8 +247,8 @@ TEST_CASE("profiler: ncu runs only on the fastest measurement so far, within the
   const auto slow = cand(uncoalesced_copy, chunk_per_thread_plan);
   const auto fast = cand(coalesced_copy, one_per_thread_plan);
   // Another candidate (another source text) with the slow one's kernel.
-  const auto slow_twin = cand(std::string(uncoalesced_copy) + "\n// the same kernel, another candidate\n",
-                              chunk_per_thread_plan);
+  const auto slow_twin =
+      cand(std::string(uncoalesced_copy) + "\n// the same kernel, another candidate\n", chunk_per_thread_plan);
   auto options = [&](double share) {
     cuda_options o;
     o.cache_dir = dir.path.string();

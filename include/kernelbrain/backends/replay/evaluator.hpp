@@ -24,6 +24,7 @@
 #include <string>
 #include "kernelbrain/config.hpp"
 #include "kernelbrain/core/evaluator.hpp"
+#include "kernelbrain/core/option_table.hpp"
 #include "kernelbrain/io/recording.hpp"
 
 namespace kernelbrain {
@@ -42,11 +43,21 @@ struct replay_options {
   double profile_seconds = 2.3;    ///< one ncu run, where the CUDA backend would make one (cuda_options::profile_share)
   double profile_share = 0.1;      ///< as cuda_options::profile_share
   bool profile_all = false;  ///< as cuda_options::profile_all: an ncu run for every measurement at a profiling rung
+
+  /// The keys of $KERNELBRAIN_REPLAY_TOOLS ("sanitizer=1.3,profile=2.3,share=0.1,all=false").
+  [[nodiscard]] static option_table<replay_options> describe() {
+    using o = replay_options;
+    return option_table<o>{}
+        .add("sanitizer", &o::sanitizer_seconds, 0.0, "device seconds of compute-sanitizer, once per template family")
+        .add("profile", &o::profile_seconds, 0.0, "device seconds of one ncu run")
+        .add("share", &o::profile_share, 0.0, "the most of the device seconds that ncu runs may take (at most 1)")
+        .add("all", &o::profile_all, "an ncu run for every measurement at a profiling rung");
+  }
 };
 
-/// replay_options from "sanitizer=1.3,profile=2.3,share=0.1,all=0" (any of the four, in any order; the
-/// others keep their defaults): what $KERNELBRAIN_REPLAY_TOOLS sets for the built-in replay backend. Throws
-/// kernelbrain::error naming the part that is not a known key with a number (all: 0 or 1).
+/// replay_options from "sanitizer=1.3,profile=2.3,share=0.1,all=false" (replay_options::describe()'s keys,
+/// any of them, in any order; the others keep their defaults): what $KERNELBRAIN_REPLAY_TOOLS sets for
+/// the built-in replay backend. Throws kernelbrain::error for an unknown key or a value out of range.
 [[nodiscard]] KERNELBRAIN_DECL replay_options parse_replay_options(std::string const& spec);
 
 class replay_evaluator final : public evaluator {

@@ -163,7 +163,6 @@ struct cuda_evaluator::state {
   /// Profiles by (candidate id, shape): a candidate is profiled once per shape, whatever it is measured against.
   std::map<std::pair<std::uint64_t, std::size_t>, detail::cuda::profile_outcome> profiles;
   detail::profile_rationing rationing;  ///< which measurements get an ncu run
-  double taken = 0;                     ///< device seconds taken so far (take_device_seconds)
   std::string fingerprint;
   mutable std::mutex mu;                 ///< builds, worker, spent: the evaluation thread's state
   detail::cuda::compile_cache compiler;  ///< last: its compile threads stop before anything they use goes away
@@ -289,19 +288,11 @@ struct cuda_evaluator::state {
   }
 
   /// The diagnosis of a passing measurement `m` of `c` at a rung with rung::profile: the static one at
-  /// the rung's largest shape (the most tensor bytes), with ncu's profile of one run there when the
-  /// profiler works (once per candidate and shape), else with why it does not.
+  /// the rung's profiled shape (detail::profiled_shape: the most bytes moved), with ncu's profile of one run there when
+  /// the profiler works (once per candidate and shape), else with why it does not.
   void diagnose(candidate const& c, detail::cuda::built const& b, rung const& r, std::uint64_t seed, measurement& m) {
     if (r.shapes.empty()) return;
-    auto bytes_of = [&](std::size_t sh) {
-      std::uint64_t n = 0;
-      for (auto const& t : shapes.at[sh].inputs) n += t.count * (t.dtype ? 2 : 4);
-      for (auto const& t : shapes.at[sh].outputs) n += t.count * (t.dtype ? 2 : 4);
-      return n;
-    };
-    std::size_t sh = r.shapes.front();
-    for (auto x : r.shapes)
-      if (bytes_of(x) >= bytes_of(sh)) sh = x;
+    const std::size_t sh = detail::profiled_shape(prob, r);
     auto const* t = m.timing_for(sh);
     const auto roof = roofline_at(prob.shapes[sh], prob.machine, t ? t->stats.median : 0.0);
     // The main launch: the one with the most threads.
@@ -320,7 +311,7 @@ struct cuda_evaluator::state {
     auto it = profiles.find(key);
     // Not every measurement is worth an ncu run (common/profile_rationing.hpp), unless this candidate was
     // profiled here already.
-    const bool worth = rationing.should_profile(r.name, sh, t ? t->stats.median : 0.0, taken + spent, opt.profile_all);
+    const bool worth = rationing.should_profile(r.name, sh, t ? t->stats.median : 0.0, spent, opt.profile_all);
     if (it == profiles.end() && !worth) {
       m.diagnosis = render(kernelbrain::diagnose(
           statics, {}, roof,
@@ -448,7 +439,7 @@ baseline cuda_evaluator::measure_baseline(problem const& p) {
 
 double cuda_evaluator::take_device_seconds() {
   std::lock_guard lk(s_->mu);
-  s_->taken += s_->spent;
+  s_->rationing.charged(s_->spent);
   return std::exchange(s_->spent, 0.0);
 }
 std::optional<resources> cuda_evaluator::resources_of(candidate const& c) {

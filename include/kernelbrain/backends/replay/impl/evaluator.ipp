@@ -16,6 +16,7 @@
 #include "kernelbrain/core/hash.hpp"
 #include "kernelbrain/core/rng.hpp"
 #include "kernelbrain/core/statistics.hpp"
+#include "kernelbrain/core/strategy_options.hpp"
 
 namespace kernelbrain {
 
@@ -59,36 +60,24 @@ KERNELBRAIN_DECL problem replay_problem(problem p, recording const& r) {
 }
 
 KERNELBRAIN_DECL replay_options parse_replay_options(std::string const& spec) {
-  replay_options o;
-  std::size_t at = 0;
-  while (at <= spec.size() && !spec.empty()) {
-    const auto end = std::min(spec.find(',', at), spec.size());
-    const auto part = spec.substr(at, end - at);
-    const auto eq = part.find('=');
-    const auto key = part.substr(0, eq);
-    double value = 0;
-    std::size_t used = 0;
-    bool ok = eq != std::string::npos && eq + 1 < part.size();
-    if (ok) try {
-        value = std::stod(part.substr(eq + 1), &used);
-        ok = used == part.size() - eq - 1 && std::isfinite(value) && value >= 0;
-      } catch (std::exception const&) {
-        ok = false;
-      }
-    if (ok && key == "sanitizer")
-      o.sanitizer_seconds = value;
-    else if (ok && key == "profile")
-      o.profile_seconds = value;
-    else if (ok && key == "share" && value <= 1)
-      o.profile_share = value;
-    else if (ok && key == "all" && (value == 0 || value == 1))
-      o.profile_all = value == 1;
-    else
-      throw error("replay tools '" + spec + "': '" + part +
-                  "' is not sanitizer=SECONDS, profile=SECONDS, share=0..1 or all=0|1");
-    at = end + 1;
+  const auto table = replay_options::describe();
+  auto keys = [&] {
+    std::string out;
+    for (auto const& i : table.info()) out += (out.empty() ? "" : ", ") + i.line();
+    return out;
+  };
+  try {
+    const auto given = strategy_options::parse(spec);
+    for (auto const& [key, value] : given.values) {
+      const auto names = table.names();
+      if (std::find(names.begin(), names.end(), key) == names.end()) throw error("unknown key '" + key + "'");
+    }
+    auto o = table.read(given);
+    if (o.profile_share > 1) throw error("share is " + strategy_options::number_text(o.profile_share) + ", above 1");
+    return o;
+  } catch (error const& e) {
+    throw error("replay tools '" + spec + "': " + e.what() + " (keys: " + keys() + ")");
   }
-  return o;
 }
 
 struct replay_evaluator::state {
@@ -101,10 +90,9 @@ struct replay_evaluator::state {
   std::unordered_set<std::size_t> built;
   double spent = 0, compile = 0;
   replay_options opt;
-  std::unordered_set<std::string> sanitized;    ///< families whose first point the gate passed
-  std::unordered_set<std::uint64_t> profiled;   ///< points charged an ncu run
-  detail::profile_rationing rationing{0.1, 0};  ///< which measurements the CUDA backend would profile
-  double taken = 0;                             ///< device seconds taken so far
+  std::unordered_set<std::string> sanitized;   ///< families whose first point the gate passed
+  std::unordered_set<std::uint64_t> profiled;  ///< points charged an ncu run
+  detail::profile_rationing rationing;         ///< which measurements the CUDA backend would profile
 
   recorded_point const* find(candidate const& c) const {
     auto it = by_content.find(content_key(c));
@@ -294,15 +282,12 @@ KERNELBRAIN_DECL measurement replay_evaluator::measure(candidate const& c, rung 
   if (r.profile) {
     m.profile = p->profile;
     m.diagnosis = p->diagnosis;
-    // An ncu run where the CUDA backend would make one (its profiled shape: the one with the most tensor
-    // bytes; here, the one with the slowest reference), once per point.
-    std::size_t sh = r.shapes.front();
-    for (auto x : r.shapes)
-      if (s.reference[x] >= s.reference[sh]) sh = x;
+    // An ncu run where the CUDA backend would make one (at the same shape, by the same rule), once per point.
+    const std::size_t sh = detail::profiled_shape(s.prob, r);
     double median = 0;
     for (auto const& t : m.timings)
       if (t.shape == sh) median = t.stats.median;
-    if (s.rationing.should_profile(r.name, sh, median, s.taken + s.spent + cost, s.opt.profile_all) &&
+    if (s.rationing.should_profile(r.name, sh, median, s.spent + cost, s.opt.profile_all) &&
         s.profiled.insert(p->content).second) {
       cost += s.opt.profile_seconds;
       s.rationing.ran(s.opt.profile_seconds);
@@ -322,7 +307,7 @@ KERNELBRAIN_DECL baseline replay_evaluator::measure_baseline(problem const& p) {
 }
 
 KERNELBRAIN_DECL double replay_evaluator::take_device_seconds() {
-  s_->taken += s_->spent;
+  s_->rationing.charged(s_->spent);
   return std::exchange(s_->spent, 0.0);
 }
 
