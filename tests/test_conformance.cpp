@@ -403,9 +403,9 @@ std::vector<expected_option> ladder_expected() {
                                 ? "auto"
                                 : "never");
        }},
-      // Its smoke pays too: the first rung is the smoke for auto, the screen for never.
-      {"smoke", "", "auto", "never",
-       [](auto& p) { return std::string(p.ladder.rungs().front().name == "smoke" ? "auto" : "never"); }},
+      // The smoke is kept by default (always): the first rung is the smoke for always, the screen for never.
+      {"smoke", "", "always", "never",
+       [](auto& p) { return std::string(p.ladder.rungs().front().name == "smoke" ? "always" : "never"); }},
   };
 }
 std::vector<expected_option> joined(std::vector<expected_option> a, std::vector<expected_option> const& b) {

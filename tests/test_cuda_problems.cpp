@@ -127,12 +127,17 @@ TEST_CASE("the standard ladder times benchmark shapes, and --focus narrows a pro
   CHECK(lean.rungs()[1].correctness_trials == 1);
   CHECK_FALSE(lean.rungs()[1].interleaved);
   CHECK(lean.rungs()[1].profile);
+  // The memory-safety tools only at the top (rung::assure): the smoke screens families before them.
+  CHECK_FALSE(lean.rungs()[0].assure);
+  CHECK(lean.rungs()[1].assure);
   const auto full = multi_rung_ladder::standard(p, ladder_options{.screen = "always"});
   REQUIRE(full.rungs().size() == 3);
   // smoke: the cheapest benchmark shape, not the launch-bound correctness shapes
   CHECK(names(p, full.rungs()[0].shapes) == std::vector<std::string>{"16x16384"});
   CHECK(names(p, full.rungs()[1].shapes) == std::vector<std::string>{"16x16384", "4096x65536", "4096x393216"});
   CHECK(full.rungs()[2].shapes.size() == p.shapes.size());
+  CHECK_FALSE(full.rungs()[1].assure);
+  CHECK(full.rungs()[2].assure);
   const auto before = multi_rung_ladder::standard(
       p, ladder_options{.top_samples = 30, .top_trials = 3, .ab = true, .screen = "always"});
   CHECK(before.rungs()[2].samples == 30);
@@ -149,11 +154,18 @@ TEST_CASE("the standard ladder times benchmark shapes, and --focus narrows a pro
   const auto big = focused_on(p, {"4096x393216"});
   CHECK(big.shapes.size() == p.shapes.size() - 2);  // the two other benchmark shapes are gone
   for (auto const& s : big.shapes) CHECK((s.tier == "smoke" || s.tier == "odd" || s.name == "4096x393216"));
-  // A screen that would time what the smoke times is never kept; nor is a smoke that times the top rung's
-  // one benchmark shape (3 samples of it cost more than a quarter of the top rung's 1 + 5): one rung.
-  const auto ladder = multi_rung_ladder::standard(big);
+  // A screen that would time what the smoke times is never kept. The smoke is, by default, although it
+  // times the top rung's one benchmark shape: it decides which families the top rung sanitizes.
+  const auto kept = multi_rung_ladder::standard(big);
+  REQUIRE(kept.rungs().size() == 2);
+  CHECK(names(big, kept.rungs()[0].shapes) == std::vector<std::string>{"4096x393216"});
+  CHECK(kept.rungs()[1].name == "confirm");
+  // smoke=auto drops it there (3 samples of it cost more than a quarter of the top rung's 1 + 5): one rung,
+  // assured, so that a one-rung ladder sanitizes each family at its first measurement.
+  const auto ladder = multi_rung_ladder::standard(big, ladder_options{.smoke = "auto"});
   REQUIRE(ladder.rungs().size() == 1);
   CHECK(ladder.rungs()[0].name == "confirm");
+  CHECK(ladder.rungs()[0].assure);
   CHECK(ladder.rungs()[0].shapes.size() == big.shapes.size());
   const auto always = multi_rung_ladder::standard(big, ladder_options{.screen = "always", .smoke = "always"});
   REQUIRE(always.rungs().size() == 3);

@@ -322,6 +322,65 @@ TEST_CASE("times below the roofline floor are rejected as impossible, evaluator 
 }
 
 namespace {
+/// Watches evaluator::assure: which candidates the engine asked it about, and whether each measurement at an
+/// assured rung came after it. Its memory-safety tools "find" an invalid read in every BLOCK=256 point.
+struct assuring_evaluator final : forwarding_evaluator {
+  std::set<std::uint64_t> assured;
+  std::vector<std::string> violations;
+  std::size_t at_assured = 0, at_screening = 0;
+  verdict assure(candidate const& c, std::uint64_t) override {
+    assured.insert(c.id.value);
+    if (c.params.at("BLOCK") == 256) return verdict::reject(stage::sanitizer, "memcheck: invalid read (test)");
+    return verdict::pass();
+  }
+  measurement measure(candidate const& c, rung const& r, measure_request const& q) override {
+    if (r.assure) {
+      ++at_assured;
+      if (!assured.contains(c.id.value)) violations.push_back(c.id.str() + " timed at " + r.name + " unassured");
+      if (c.params.at("BLOCK") == 256) violations.push_back(c.id.str() + " timed at " + r.name + " though refused");
+    } else {
+      ++at_screening;
+    }
+    return inner.measure(c, r, q);
+  }
+};
+}  // namespace
+
+TEST_CASE("the memory-safety tools run before an assured rung only, and what they refuse is never timed there") {
+  auto const& p = landscape().get_problem();
+  const auto policies = default_policies(p);
+  REQUIRE(policies.ladder.rungs().size() >= 2);
+  CHECK_FALSE(policies.ladder.rungs().front().assure);
+  CHECK(policies.ladder.rungs().back().assure);
+  assuring_evaluator ev;
+  recorder rec;
+  search_options o;
+  o.limits.evaluations = 300;
+  o.observers = {&rec};
+  auto r = search(p, policies, ev, o);
+  CHECK(ev.violations.empty());
+  CHECK(ev.at_assured > 0);
+  CHECK(ev.at_screening > 0);
+  // Candidates the smoke left behind were never run under the tools.
+  std::set<std::uint64_t> timed;
+  std::size_t refused = 0;
+  const auto top = policies.ladder.rungs().size() - 1;
+  for (auto const& e : rec.events) {
+    if (e.kind == event_kind::measured) timed.insert(e.id.value);
+    if (e.kind == event_kind::rejected && e.result.where == stage::sanitizer) {
+      ++refused;
+      CHECK(e.rung == top);
+    }
+  }
+  std::size_t never_assured = 0;
+  for (auto id : timed) never_assured += ev.assured.contains(id) ? 0 : 1;
+  CHECK(never_assured > 0);
+  CHECK(refused > 0);
+  REQUIRE(r.best);
+  CHECK(r.best->cand.params.at("BLOCK") != 256);
+}
+
+namespace {
 std::atomic<bool> generating{false};
 std::atomic<int> overlaps{0};
 

@@ -287,7 +287,9 @@ TEST_CASE("replay: the engine charges a rung measurement once, as the CUDA worke
         rs.measure_seconds = check(rs.shape) + (1 + 4) * per_run(pt.params.at("A"), pt.params.at("B"), rs.shape);
     }
   const auto rp = kb::replay_problem(p, r);
-  kb::replay_evaluator ev(r, rp);
+  // The rungs' own costs: without the sanitizer run that the first assured measurement of a family is
+  // charged (its own test is below).
+  kb::replay_evaluator ev(r, rp, kb::replay_options{.sanitizer_seconds = 0});
   const kb::rung screen{"screen", {1, 2}, 10, 2, 3, false, false};
   const kb::rung confirm{"confirm", {1, 2}, 30, 3, 2, true, false};
   kb::engine eng(rp, kb::default_policies(rp).with_ladder(kb::multi_rung_ladder({screen, confirm})),
@@ -351,12 +353,14 @@ TEST_CASE("replay: the sanitizer and ncu runs a recording lacks are charged wher
     return bare.take_device_seconds();
   }();
 
-  SUBCASE("compute-sanitizer: once per family, on the first point whose checks pass") {
+  SUBCASE("compute-sanitizer: once per family, where the engine asks for it (evaluator::assure)") {
     kb::replay_evaluator ev(r, rp, kb::replay_options{.sanitizer_seconds = 1.0, .profile_seconds = 0});
     CHECK(ev.check(point(rp, 3, 3), gate, 2, 1).passed());
-    CHECK(ev.take_device_seconds() == doctest::Approx(gate_cost + 1.0));
-    CHECK(ev.check(point(rp, 2, 2), gate, 2, 1).passed());
-    CHECK(ev.take_device_seconds() == doctest::Approx(gate_cost));
+    CHECK(ev.take_device_seconds() == doctest::Approx(gate_cost));  // the gate's checks only
+    CHECK(ev.assure(point(rp, 3, 3), 1).passed());
+    CHECK(ev.take_device_seconds() == doctest::Approx(1.0));
+    CHECK(ev.assure(point(rp, 2, 2), 1).passed());  // the family was sanitized
+    CHECK(ev.take_device_seconds() == doctest::Approx(0.0));
   }
   SUBCASE("ncu: a profiling rung's fastest measurement so far, once per point") {
     kb::replay_evaluator ev(r, rp,
@@ -385,7 +389,7 @@ TEST_CASE("replay: the sanitizer and ncu runs a recording lacks are charged wher
     CHECK(ev.take_device_seconds() == doctest::Approx(own(2, 2)));
     kb::replay_evaluator rich(
         r, rp, kb::replay_options{.sanitizer_seconds = 2.5, .profile_seconds = 2.0, .profile_share = 0.5});
-    (void)rich.check(point(rp, 3, 3), gate, 2, 1);  // 2.5 s of sanitizer spent first
+    (void)rich.assure(point(rp, 3, 3), 1);  // 2.5 s of sanitizer spent first
     (void)rich.take_device_seconds();
     (void)rich.measure(point(rp, 2, 2), top, kb::measure_request{1, nullptr});
     CHECK(rich.take_device_seconds() == doctest::Approx(own(2, 2) + 2.0));

@@ -136,7 +136,9 @@ int run_check(check_options const& o) {
   // The seed and each template's expert default point, through the gate.
   auto gate_one = [&](candidate const& c, std::string const& what, std::string_view indent) {
     auto g = gate;
-    const verdict v = g.admit(c, *ev);
+    verdict v = g.admit(c, *ev);
+    // And the backend's memory-safety tools, which a search runs where a family first reaches the top rung.
+    if (v.passed()) v = ev->assure(c, 1);
     fmt::print("  {:<40} {}{}\n", std::string(indent) + what, to_string(v.where),
                v.detail.empty() ? "" : ": " + first_lines(v.detail));
     if (!v.passed()) finding(what + " is rejected by the gate");

@@ -98,9 +98,11 @@ int run_eval(eval_options const& o) {
   (void)ev->take_device_seconds();
   complete_baseline(base, prob);
 
-  // The gate the search runs, then the ladder's top rung: every shape, the most samples.
+  // The gate the search runs, the memory-safety tools (evaluator::assure, before the top rung), then the
+  // ladder's top rung: every shape, the most samples.
   auto gate = policy_gate::for_problem(prob);
-  const verdict admitted = gate.admit(cand, *ev);
+  verdict admitted = gate.admit(cand, *ev);
+  if (admitted.passed()) admitted = ev->assure(cand, derive_seed(o.seed, "assure"));
   print_verdict("gate", admitted);
   if (!admitted.passed()) {
     print_verdict("verdict", admitted);

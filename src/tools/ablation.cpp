@@ -73,7 +73,8 @@ namespace {
 // --- One run ------------------------------------------------------------------------------------------
 
 /// Forwards to the backend, and splits the device seconds it spends by what spent them: a measurement at
-/// a rung (the rung's name), the gate (inspect, build, check) or the reference ("baseline"). The backend's
+/// a rung (the rung's name), the gate (inspect, build, check), the memory-safety tools ("sanitizer") or the
+/// reference ("baseline"). The backend's
 /// seconds are taken after each call and handed on at the next take_device_seconds(), so the search is
 /// charged exactly what it would be without the wrapper.
 class metered_evaluator final : public evaluator {
@@ -90,6 +91,9 @@ class metered_evaluator final : public evaluator {
   [[nodiscard]] verdict check(candidate const& c, std::span<std::size_t const> shapes, int trials,
                               std::uint64_t seed) override {
     return charged("gate", [&] { return inner_.check(c, shapes, trials, seed); });
+  }
+  [[nodiscard]] verdict assure(candidate const& c, std::uint64_t seed) override {
+    return charged("sanitizer", [&] { return inner_.assure(c, seed); });
   }
   [[nodiscard]] measurement measure(candidate const& c, rung const& r, measure_request const& req) override {
     return charged(r.name, [&] { return inner_.measure(c, r, req); });
@@ -225,6 +229,7 @@ std::string spend_shares(std::map<std::string, double> const& spent, std::vector
   };
   take("baseline", false);
   take("gate", true);
+  take("sanitizer", false);
   for (auto const& r : rungs) take(r, true);
   for (auto const& entry : spent)  // anything else (a rung another ladder named)
     if (entry.second > 0 &&

@@ -12,7 +12,7 @@ command -v python3 > /dev/null || { echo "skipped: no python3"; exit 77; }
 D=$(mktemp -d)
 trap 'rm -rf "$D"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
-KERNELBRAIN=$K $C init "$D/c" --problem softmax --budget 30evals --rounds 2 -- --backend host --seed 1
+KERNELBRAIN=$K $C init "$D/c" --problem softmax --budget 200evals --rounds 2 -- --backend host --seed 1
 $C step "$D/c" > "$D/step1.txt" || fail "round 1 exited $?"
 grep -q "prompts wait for answers" "$D/step1.txt" || fail "round 1 did not stop for answers: $(cat "$D/step1.txt")"
 mapfile -t waiting < <($C pending "$D/c")

@@ -50,6 +50,7 @@ void check_same(rung const& a, rung const& b) {
   CHECK(a.correctness_trials == b.correctness_trials);
   CHECK(a.interleaved == b.interleaved);
   CHECK(a.profile == b.profile);
+  CHECK(a.assure == b.assure);
 }
 
 /// A candidate with everything set: a launch plan, a parent, and a source that JSON must escape.
@@ -71,8 +72,13 @@ TEST_CASE("mpi wire: a rung comes back with every field") {
   r.correctness_trials = 3;
   r.interleaved = true;
   r.profile = true;
+  r.assure = false;
   const auto text = boost::json::serialize(wire::to_json(r));
   check_same(wire::rung_from(wire::parse_object(text, "a rung")), r);
+  // From a rank 0 that predates rung::assure: an assured rung, the safe reading.
+  auto older = wire::to_json(r).as_object();
+  older.erase("assure");
+  CHECK(wire::rung_from(older).assure);
 
   const rung plain;  // the defaults too (false flags, no shapes)
   check_same(wire::rung_from(wire::to_json(plain).as_object()), plain);
@@ -125,6 +131,16 @@ TEST_CASE("mpi wire: requests of every method come back as sent") {
   CHECK(back.shapes == k.shapes);
   CHECK(back.trials == 5);
   CHECK(back.seed == k.seed);
+  check_same(back.cand, c);
+
+  wire::request a;
+  a.call = 8;
+  a.what = wire::method::assure;
+  a.cand = c;
+  a.seed = 0x7000000000000003ULL;
+  back = wire::decode_request(wire::encode(a));
+  CHECK(back.what == wire::method::assure);
+  CHECK(back.seed == a.seed);
   check_same(back.cand, c);
 
   for (auto what : {wire::method::inspect, wire::method::prefetch, wire::method::build}) {

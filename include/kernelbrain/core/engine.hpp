@@ -191,9 +191,14 @@ class engine {
         o.gate = pol_.gate.admit(t.cand, e);
       }
       if (o.gate.passed()) {
-        measure_request req{t.seed, t.incumbent ? &*t.incumbent : nullptr, t.checked};
-        o.m = e.measure(t.cand, rungs()[t.rung], req);
-        if (o.m.result.passed()) reject_below_floor(o.m, problem_, baseline_);
+        // The memory-safety tools before a rung that needs them (rung::assure): a refusal there is this
+        // rung's verdict, as a failed check would be.
+        if (auto const& r = rungs()[t.rung]; r.assure) o.m.result = e.assure(t.cand, derive_seed(t.seed, "assure"));
+        if (o.m.result.passed()) {
+          measure_request req{t.seed, t.incumbent ? &*t.incumbent : nullptr, t.checked};
+          o.m = e.measure(t.cand, rungs()[t.rung], req);
+          if (o.m.result.passed()) reject_below_floor(o.m, problem_, baseline_);
+        }
       }
     } catch (evaluator_lost const&) {
       throw;

@@ -48,6 +48,17 @@ class evaluator {
   /// Correctness against the reference on fresh inputs drawn from `seed`, `trials` times per shape.
   [[nodiscard]] virtual verdict check(candidate const&, std::span<std::size_t const> shapes, int trials,
                                       std::uint64_t seed) = 0;
+  /// The backend's memory-safety tools (compute-sanitizer on CUDA: out-of-bounds accesses, races, bad
+  /// synchronisation, uninitialised reads that still give right answers) on a candidate whose checks
+  /// passed; stage::sanitizer when they find something. The engine calls it before every measurement at
+  /// a rung with rung::assure, so a backend runs the tools once per candidate, or once per template family
+  /// where one instance stands for the others, and answers from memory after. Default: nothing to run,
+  /// pass. A wrapper that derives from evaluator directly must forward it (forwarding_evaluator does).
+  [[nodiscard]] virtual verdict assure(candidate const& c, std::uint64_t seed) {
+    (void)c;
+    (void)seed;
+    return verdict::pass();
+  }
   /// Correctness at every rung shape, then timing. The result's verdict says if it was refused.
   [[nodiscard]] virtual measurement measure(candidate const&, rung const&, measure_request const&) = 0;
   /// The reference implementation's median time at every problem shape.
@@ -69,6 +80,7 @@ class forwarding_evaluator : public evaluator {
                               std::uint64_t seed) override {
     return inner_.check(c, shapes, trials, seed);
   }
+  [[nodiscard]] verdict assure(candidate const& c, std::uint64_t seed) override { return inner_.assure(c, seed); }
   [[nodiscard]] measurement measure(candidate const& c, rung const& r, measure_request const& req) override {
     return inner_.measure(c, r, req);
   }

@@ -17,11 +17,11 @@ namespace kernelbrain {
 /// defaults are the lean ladder of issue 28 (docs/design-notes.md, "The default's device time,
 /// redesigned"); `top_samples=30,top_trials=3,ab=true,screen=always` is the ladder before it.
 struct ladder_options {
-  std::size_t top_samples = 5;  ///< timed samples per shape at the top rung
-  std::size_t top_trials = 1;   ///< fresh-input correctness trials per shape at the top rung
-  bool ab = false;              ///< time the top rung interleaved A/B with the incumbent (doubles its runs)
-  std::string screen = "auto";  ///< the middle rung: "auto" (only where it pays), "always", "never"
-  std::string smoke = "auto";   ///< the first rung: "auto" (only where it pays), "always", "never"
+  std::size_t top_samples = 5;   ///< timed samples per shape at the top rung
+  std::size_t top_trials = 1;    ///< fresh-input correctness trials per shape at the top rung
+  bool ab = false;               ///< time the top rung interleaved A/B with the incumbent (doubles its runs)
+  std::string screen = "auto";   ///< the middle rung: "auto" (only where it pays), "always", "never"
+  std::string smoke = "always";  ///< the first rung: "always", "auto" (only where it pays in timing), "never"
 
   [[nodiscard]] static option_table<ladder_options> describe() {
     using o = ladder_options;
@@ -30,7 +30,9 @@ struct ladder_options {
         .add("top_trials", &o::top_trials, 1, "fresh-input correctness trials per shape at the top rung")
         .add("ab", &o::ab, "time the top rung interleaved A/B with the incumbent")
         .add("screen", &o::screen, "the middle rung: auto (only where much cheaper than the top), always, never")
-        .add("smoke", &o::smoke, "the first rung: auto (only where much cheaper than the next), always, never");
+        .add("smoke", &o::smoke,
+             "the first rung: always (it also decides which families pay for the memory-safety tools), auto (only "
+             "where much cheaper than the next in timing), never");
   }
 };
 
@@ -48,8 +50,10 @@ class multi_rung_ladder {
   /// roofline floor when the problem gives costs, else the first), 3 samples; screen every shape of
   /// B, 5 samples after 1 warm-up. Without (every timed shape weighs in the score): smoke the first
   /// shape of T, screen the first half of T. The screen is kept only as `o.screen` says (auto: where it
-  /// pays, below), and the smoke only as `o.smoke` says (auto: where it costs at most a quarter of the rung
-  /// above it; not where it times the top rung's one heavy shape, as on sdpa_fp16). confirm: every shape of T,
+  /// pays, below), and the smoke as `o.smoke` says: always by default, since it screens template families
+  /// before the top rung runs them under the memory-safety tools (about 1.3 s a family on an H100, tens of
+  /// smoke measurements; auto: only where its timing costs at most a quarter of the rung above it, which
+  /// drops it where it times the top rung's one heavy shape, as on sdpa_fp16). confirm: every shape of T,
   /// `o.top_samples` samples (5) after 1 warm-up, `o.top_trials` trials (1) at the shapes the candidate has not passed
   /// yet, A/B with the incumbent only with `o.ab`, profiled.
   ///
@@ -101,9 +105,11 @@ class multi_rung_ladder {
     // benchmark shape, as on sdpa_fp16), a candidate would pay most of a top measurement twice to climb.
     const bool screen_pays = screen != smoke && cost(screen, 6) * 4 <= cost(all, top.samples + top.warmup);
     std::vector<rung> rs;
-    rs.push_back(rung{"smoke", std::move(smoke), 3, 1, 1, false, false});
+    // The rungs below the top screen without the memory-safety tools (rung::assure): a template family is
+    // run under compute-sanitizer only once one of its points climbs to the top.
+    rs.push_back(rung{"smoke", std::move(smoke), 3, 1, 1, false, false, false});
     if (o.screen == "always" || (o.screen == "auto" && screen_pays))
-      rs.push_back(rung{"screen", std::move(screen), 5, 1, 1, false, false});
+      rs.push_back(rung{"screen", std::move(screen), 5, 1, 1, false, false, false});
     rs.push_back(std::move(top));
     auto const& above = rs[1];
     const bool smoke_pays = cost(rs[0].shapes, 4) * 4 <= cost(above.shapes, above.samples + above.warmup);

@@ -39,6 +39,11 @@ class remote_evaluator final : public evaluator {
     r.seed = seed;
     return call(std::move(r)).v;
   }
+  [[nodiscard]] verdict assure(candidate const& c, std::uint64_t seed) override {
+    auto r = with(wire::method::assure, c);
+    r.seed = seed;
+    return call(std::move(r)).v;
+  }
   [[nodiscard]] measurement measure(candidate const& c, rung const& at, measure_request const& req) override {
     auto r = with(wire::method::measure, c);
     r.at = at;

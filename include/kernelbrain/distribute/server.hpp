@@ -246,6 +246,9 @@ class server {
         case wire::method::check:
           out.v = ev.check(r.cand, r.shapes, r.trials, r.seed);
           break;
+        case wire::method::assure:
+          out.v = ev.assure(r.cand, r.seed);
+          break;
         case wire::method::measure:
           out.m = ev.measure(r.cand, r.at, measure_request{r.seed, r.incumbent ? &*r.incumbent : nullptr, r.shapes});
           break;

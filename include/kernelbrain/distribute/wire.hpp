@@ -44,7 +44,7 @@ enum tag : int {
   tag_stop_ack,        ///< serving rank -> rank 0: stopping; nothing more will come
 };
 
-enum class method { inspect, prefetch, build, check, measure, measure_baseline };
+enum class method { inspect, prefetch, build, check, measure, measure_baseline, assure };
 
 [[nodiscard]] constexpr std::string_view to_string(method m) noexcept {
   switch (m) {
@@ -60,13 +60,15 @@ enum class method { inspect, prefetch, build, check, measure, measure_baseline }
       return "measure";
     case method::measure_baseline:
       return "measure_baseline";
+    case method::assure:
+      return "assure";
   }
   return "unknown";
 }
 
 [[nodiscard]] constexpr bool parse_method(std::string_view name, method& out) noexcept {
-  for (method m :
-       {method::inspect, method::prefetch, method::build, method::check, method::measure, method::measure_baseline})
+  for (method m : {method::inspect, method::prefetch, method::build, method::check, method::measure,
+                   method::measure_baseline, method::assure})
     if (to_string(m) == name) {
       out = m;
       return true;
@@ -100,7 +102,7 @@ struct request {
   candidate cand;                      ///< all but measure_baseline
   std::vector<std::size_t> shapes;     ///< check: the shapes; measure: those already checked
   int trials = 0;                      ///< check
-  std::uint64_t seed = 0;              ///< check, measure
+  std::uint64_t seed = 0;              ///< check, measure, assure
   rung at;                             ///< measure
   std::optional<candidate> incumbent;  ///< measure
 };
@@ -111,7 +113,7 @@ struct reply {
   method what = method::build;
   double device_seconds = 0;         ///< the member's take_device_seconds() right after the call
   std::optional<std::string> error;  ///< the serving evaluator threw this; no result then
-  verdict v;                         ///< inspect, build, check
+  verdict v;                         ///< inspect, build, check, assure
   measurement m;                     ///< measure
   baseline b;                        ///< measure_baseline
 };
@@ -129,6 +131,7 @@ inline json::value to_json(rung const& r) {
   o["correctness_trials"] = r.correctness_trials;
   o["interleaved"] = r.interleaved;
   o["profile"] = r.profile;
+  o["assure"] = r.assure;
   return o;
 }
 
@@ -148,6 +151,7 @@ inline rung rung_from(json::object const& o) {
   r.correctness_trials = jj::get_int(o, "correctness_trials");
   r.interleaved = jj::get_bool(o, "interleaved");
   r.profile = jj::get_bool(o, "profile");
+  if (o.if_contains("assure")) r.assure = jj::get_bool(o, "assure");  // absent from an older rank 0: assured
   return r;
 }
 
@@ -236,7 +240,7 @@ inline std::string encode(request const& r) {
     o["shapes"] = std::move(shapes);
     o["trials"] = r.trials;
   }
-  if (r.what == method::check || r.what == method::measure) o["seed"] = r.seed;
+  if (r.what == method::check || r.what == method::measure || r.what == method::assure) o["seed"] = r.seed;
   if (r.what == method::measure) {
     o["rung"] = to_json(r.at);
     json::array checked;
@@ -273,7 +277,8 @@ inline request decode_request(std::string_view text) {
       r.shapes = indices_from(o, "shapes");
       r.trials = jj::get_int(o, "trials");
     }
-    if (r.what == method::check || r.what == method::measure) r.seed = jj::get_uint(o, "seed");
+    if (r.what == method::check || r.what == method::measure || r.what == method::assure)
+      r.seed = jj::get_uint(o, "seed");
     if (r.what == method::measure) {
       r.at = rung_from(jj::as_object(jj::field(o, "rung"), "rung"));
       if (o.if_contains("checked")) r.shapes = indices_from(o, "checked");

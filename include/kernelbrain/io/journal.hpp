@@ -53,6 +53,7 @@ inline constexpr std::int64_t journal_format = 1;
     h.integer(static_cast<std::uint64_t>(r.samples)).integer(static_cast<std::uint64_t>(r.warmup));
     h.integer(static_cast<std::uint64_t>(r.correctness_trials));
     h.integer(r.interleaved ? 1U : 0U).integer(r.profile ? 1U : 0U);
+    if (!r.assure) h.bytes("not assured");  // hashed only when off: ladders of assured rungs keep their digests
   }
   return names + "/" + to_hex(h.digest());
 }

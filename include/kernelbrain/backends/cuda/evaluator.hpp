@@ -39,6 +39,7 @@ class cuda_evaluator final : public evaluator {
   [[nodiscard]] KERNELBRAIN_DECL verdict build(candidate const& c) override;
   [[nodiscard]] KERNELBRAIN_DECL verdict check(candidate const& c, std::span<std::size_t const> shapes, int trials,
                                                std::uint64_t seed) override;
+  [[nodiscard]] KERNELBRAIN_DECL verdict assure(candidate const& c, std::uint64_t seed) override;
   [[nodiscard]] KERNELBRAIN_DECL measurement measure(candidate const& c, rung const& r,
                                                      measure_request const& req) override;
   [[nodiscard]] KERNELBRAIN_DECL baseline measure_baseline(problem const& p) override;

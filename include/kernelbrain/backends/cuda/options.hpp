@@ -34,8 +34,10 @@ struct cuda_options {
   /// Extra correctness trials with each input's adversarial cases (problem.json `adversarial`) at one
   /// correctness shape: the smallest of tier "odd" (else the smallest of tier "smoke").
   bool adversarial_inputs = true;
-  /// compute-sanitizer as a gate stage (stage::sanitizer) on the first admitted point of each template
-  /// family and on every candidate that is not a template instance, at the smallest correctness shape.
+  /// compute-sanitizer (stage::sanitizer, evaluator::assure) on each template family's first point that
+  /// reaches a rung with rung::assure (the standard ladder's top rung: families left behind on the smoke
+  /// never pay for it) and on every candidate that is not a template instance, at the smallest
+  /// correctness shape.
   bool sanitize = true;
   std::string sanitizer_path;  ///< empty: $KERNELBRAIN_SANITIZER, compute-sanitizer on PATH, $CUDA_HOME/bin,
                                ///< /usr/local/cuda/bin

@@ -12,8 +12,8 @@
 //   recorded samples, sample by sample.
 // - Device seconds are the recorded costs, scaled to the rung: per shape, correctness trials times the
 //   recorded cost of one, plus warm-up and samples times the recorded mean time per run; and the tools
-//   the recording ran without (replay_options): the sanitizer once per family at the gate, an ncu run
-//   for a profiling rung's fastest measurement so far, as the CUDA backend runs them.
+//   the recording ran without (replay_options): the sanitizer once per family at its first assured rung
+//   (evaluator::assure), an ncu run for a profiling rung's fastest measurement so far, as the CUDA backend runs them.
 // Bodies: impl/replay.ipp.
 #pragma once
 #include <cstdint>
@@ -39,7 +39,7 @@ namespace kernelbrain {
 /// replayed search spends as a real one does. The defaults are what an H100 measured in searches with
 /// the default (docs/evaluation-plane.md, "Replay"; issue 28).
 struct replay_options {
-  double sanitizer_seconds = 1.3;  ///< compute-sanitizer, once per template family (the first point the gate passes)
+  double sanitizer_seconds = 1.3;  ///< compute-sanitizer, once per template family (its first point at an assured rung)
   double profile_seconds = 2.3;    ///< one ncu run, where the CUDA backend would make one (cuda_options::profile_share)
   double profile_share = 0.1;      ///< as cuda_options::profile_share
   bool profile_all = false;  ///< as cuda_options::profile_all: an ncu run for every measurement at a profiling rung
@@ -74,6 +74,7 @@ class replay_evaluator final : public evaluator {
   [[nodiscard]] KERNELBRAIN_DECL verdict build(candidate const& c) override;
   [[nodiscard]] KERNELBRAIN_DECL verdict check(candidate const& c, std::span<std::size_t const> shapes, int trials,
                                                std::uint64_t seed) override;
+  [[nodiscard]] KERNELBRAIN_DECL verdict assure(candidate const& c, std::uint64_t seed) override;
   [[nodiscard]] KERNELBRAIN_DECL measurement measure(candidate const& c, rung const& r,
                                                      measure_request const& req) override;
   [[nodiscard]] KERNELBRAIN_DECL baseline measure_baseline(problem const& p) override;

@@ -1,4 +1,5 @@
-// cuda_sanitizer_gate: compute-sanitizer as a gate stage of the CUDA backend. It finds the tool,
+// cuda_sanitizer_gate: compute-sanitizer as a stage of the CUDA backend (cuda_evaluator::assure, which the
+// engine calls before an assured rung: evaluator::assure, rung::assure). It finds the tool,
 // runs every configured sanitizer tool at once on one candidate plan (kernelbrain-cuda-worker
 // --sanitize, under the worker's --exec supervision), reads each run with sanitizer_verdict, and
 // remembers verdicts per candidate and passes per template family (backends/common/sanitizer_memory.hpp: an

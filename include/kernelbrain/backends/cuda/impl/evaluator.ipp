@@ -367,6 +367,14 @@ verdict cuda_evaluator::check(candidate const& c, std::span<std::size_t const> s
     if (sh >= s.prob.shapes.size()) throw error("cuda backend: shape index out of range");
     if (auto v = s.check_shape(b, sh, trials, derive_seed(seed, "cuda-check", sh)); !v) return v;
   }
+  return verdict::pass();
+}
+
+verdict cuda_evaluator::assure(candidate const& c, std::uint64_t seed) {
+  std::lock_guard lk(s_->mu);
+  auto& s = *s_;
+  auto const& b = s.build(c);
+  if (!b.result) return b.result;
   const auto at = s.shapes.sanitize;
   return s.sanitizer.check(c, s.worker.request_for(at, b.plans[at], derive_seed(seed, "cuda-sanitize", 0)),
                            s.worker.at_shape(at));

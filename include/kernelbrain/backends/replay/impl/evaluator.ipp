@@ -90,7 +90,7 @@ struct replay_evaluator::state {
   std::unordered_set<std::size_t> built;
   double spent = 0, compile = 0;
   replay_options opt;
-  std::unordered_set<std::string> sanitized;   ///< families whose first point the gate passed
+  std::unordered_set<std::string> sanitized;   ///< families charged a compute-sanitizer run (assure)
   std::unordered_set<std::uint64_t> profiled;  ///< points charged an ncu run
   detail::profile_rationing rationing;         ///< which measurements the CUDA backend would profile
 
@@ -217,7 +217,15 @@ KERNELBRAIN_DECL verdict replay_evaluator::check(candidate const& c, std::span<s
     if (r) s.spent += r->check_seconds * trials;
     if (!v) return v;
   }
-  // The CUDA backend's sanitizer stage: once per family, on the first point that passes the checks.
+  return verdict::pass();
+}
+
+// The CUDA backend's compute-sanitizer: once per family, on its first point that reaches an assured rung.
+KERNELBRAIN_DECL verdict replay_evaluator::assure(candidate const& c, std::uint64_t) {
+  auto& s = *s_;
+  auto const* p = s.find(c);
+  if (!p) return state::not_recorded(c);
+  if (auto v = build(c); !v) return v;
   if (s.sanitized.insert(p->family).second) s.spent += s.opt.sanitizer_seconds;
   return verdict::pass();
 }
