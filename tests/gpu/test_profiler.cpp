@@ -112,6 +112,17 @@ std::string gpu_name() {
   return name == "none" ? std::string{} : name;
 }
 
+/// The top rung of these tests: both shapes, 5 samples after 1 warm-up, profiled.
+rung profiled_rung() {
+  rung r;
+  r.name = "confirm";
+  r.shapes = {0, 1};
+  r.samples = 5;
+  r.warmup = 1;
+  r.profile = true;
+  return r;
+}
+
 bool has(std::vector<diagnosis_tag> const& tags, std::string_view name) {
   for (auto const& t : tags)
     if (t.name == name) return true;
@@ -143,12 +154,7 @@ TEST_CASE("profiler: ncu diagnoses uncoalesced loads and a register limit, and l
   INFO(gpu, "; ", ev.fingerprint());
   (void)ev.take_device_seconds();
 
-  rung r;
-  r.name = "confirm";
-  r.shapes = {0, 1};
-  r.samples = 5;
-  r.warmup = 1;
-  r.profile = true;
+  const rung r = profiled_rung();
   measure_request req;
   req.seed = 7;
 
@@ -235,12 +241,7 @@ TEST_CASE("profiler: ncu runs only on the fastest measurement so far, within the
     return;
   }
   kb_test::temp_dir dir("profiler_ration_gpu");
-  rung r;
-  r.name = "confirm";
-  r.shapes = {0, 1};
-  r.samples = 5;
-  r.warmup = 1;
-  r.profile = true;
+  const rung r = profiled_rung();
   measure_request req;
   req.seed = 11;
   const auto p = copy_problem();
