@@ -327,6 +327,7 @@ namespace {
 struct assuring_evaluator final : forwarding_evaluator {
   std::set<std::uint64_t> assured;
   std::vector<std::string> violations;
+  std::size_t with_partner = 0;  ///< measurements at an assured rung timed A/B against an incumbent
   std::size_t at_assured = 0, at_screening = 0;
   verdict assure(candidate const& c, std::uint64_t) override {
     assured.insert(c.id.value);
@@ -338,6 +339,11 @@ struct assuring_evaluator final : forwarding_evaluator {
       ++at_assured;
       if (!assured.contains(c.id.value)) violations.push_back(c.id.str() + " timed at " + r.name + " unassured");
       if (c.params.at("BLOCK") == 256) violations.push_back(c.id.str() + " timed at " + r.name + " though refused");
+      if (q.incumbent) {
+        ++with_partner;
+        if (!assured.contains(q.incumbent->id.value))
+          violations.push_back(c.id.str() + " timed A/B beside the unassured " + q.incumbent->id.str());
+      }
     } else {
       ++at_screening;
     }
@@ -378,6 +384,17 @@ TEST_CASE("the memory-safety tools run before an assured rung only, and what the
   CHECK(refused > 0);
   REQUIRE(r.best);
   CHECK(r.best->cand.params.at("BLOCK") != 256);
+
+  // With A/B at the top rung: the partner of a top-rung measurement has passed the tools itself (before the
+  // first top-rung incumbent exists, the best is a smoke measurement, and the candidate is timed alone).
+  const auto ab = default_policies(p, coarse_to_fine_options{}, ladder_options{.ab = true});
+  REQUIRE(ab.ladder.rungs().back().interleaved);
+  assuring_evaluator ev2;
+  search_options o2;
+  o2.limits.evaluations = 200;
+  (void)search(p, ab, ev2, o2);
+  CHECK(ev2.violations.empty());
+  CHECK(ev2.with_partner > 0);
 }
 
 namespace {

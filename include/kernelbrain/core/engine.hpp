@@ -417,8 +417,11 @@ class engine {
     t.rung = r.rung;
     t.run_gate = rec.state == candidate_state::fresh;
     t.seed = derive_seed(opt_.seed, "measure", r.id.value ^ (static_cast<std::uint64_t>(r.rung) << 56));
-    if (rungs()[r.rung].interleaved)
-      if (auto const* b = view().best(); b && b->cand.id != r.id) t.incumbent = b->cand;
+    // The A/B partner runs in the same worker: at an assured rung it must have passed the memory-safety tools
+    // itself (a provisional incumbent from the smoke has not), else the candidate is timed alone.
+    if (auto const& at = rungs()[r.rung]; at.interleaved)
+      if (auto const* b = view().best(); b && b->cand.id != r.id && (!at.assure || rungs()[view().best_rung()].assure))
+        t.incumbent = b->cand;
     // Where the candidate passed correctness trials already: the gate's shapes (it runs first, and a
     // candidate it refuses is never measured) and every rung it passed.
     t.checked = gate_checked_shapes_if_able(pol_.gate);
