@@ -118,6 +118,11 @@ struct reply {
   baseline b;                        ///< measure_baseline
 };
 
+/// The methods whose request carries the seed of their fresh inputs.
+[[nodiscard]] constexpr bool carries_seed(method m) noexcept {
+  return m == method::check || m == method::measure || m == method::assure;
+}
+
 using jj::to_json;
 
 inline json::value to_json(rung const& r) {
@@ -240,7 +245,7 @@ inline std::string encode(request const& r) {
     o["shapes"] = std::move(shapes);
     o["trials"] = r.trials;
   }
-  if (r.what == method::check || r.what == method::measure || r.what == method::assure) o["seed"] = r.seed;
+  if (carries_seed(r.what)) o["seed"] = r.seed;
   if (r.what == method::measure) {
     o["rung"] = to_json(r.at);
     json::array checked;
@@ -277,8 +282,7 @@ inline request decode_request(std::string_view text) {
       r.shapes = indices_from(o, "shapes");
       r.trials = jj::get_int(o, "trials");
     }
-    if (r.what == method::check || r.what == method::measure || r.what == method::assure)
-      r.seed = jj::get_uint(o, "seed");
+    if (carries_seed(r.what)) r.seed = jj::get_uint(o, "seed");
     if (r.what == method::measure) {
       r.at = rung_from(jj::as_object(jj::field(o, "rung"), "rung"));
       if (o.if_contains("checked")) r.shapes = indices_from(o, "checked");

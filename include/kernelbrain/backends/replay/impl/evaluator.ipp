@@ -68,11 +68,9 @@ KERNELBRAIN_DECL replay_options parse_replay_options(std::string const& spec) {
   };
   try {
     const auto given = strategy_options::parse(spec);
-    for (auto const& [key, value] : given.values) {
-      const auto names = table.names();
-      if (std::find(names.begin(), names.end(), key) == names.end()) throw error("unknown key '" + key + "'");
-    }
     auto o = table.read(given);
+    // What the table did not read is no key of it (as strategy_registry refuses an unknown option).
+    if (auto unknown = given.unused(); !unknown.empty()) throw error("unknown key '" + unknown.front() + "'");
     if (o.profile_share > 1) throw error("share is " + strategy_options::number_text(o.profile_share) + ", above 1");
     return o;
   } catch (error const& e) {
