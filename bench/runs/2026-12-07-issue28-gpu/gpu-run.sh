@@ -1,22 +1,21 @@
 #!/usr/bin/env bash
 # Issue 28 on the GPU, 2026-12-07, with programs from tools/build-for-h200.sh (.h200/new, carried).
-#   part 1: real CUDA searches of default and exhaustive, 3 seeds each, on sdpa_fp16 (8 s) and softmax
-#           (20 s), one journal per run (bench/journal_reach.py reads them: device seconds to 5% of the
-#           best, and what the sanitizer and ncu runs cost); then, with the call's time left (TOTAL, the
-#           second argument), the gpu-labelled tests and the two landscapes no design decision saw
-#           (bench/unseen, recorded as bench/recordings were: --seed 1 --samples 20 --warmup 2, each under a
-#           time limit: a partial sweep is a uniform sample). The archive is rewritten after each stage.
-#   part 2: the gpu-labelled tests, then a third new landscape: sdpa (fp32) on this card, as long as the
-#           call has time.
-#   part 3: (a session left with under five minutes of device time) the profiler's GPU tests, the
-#           rationing's included, then sdpa_fp16 default against exhaustive at 8 s, seed 1 only.
-# Everything comes back in $OUT/part<N>.tgz; a short table is printed last.
+#   The first argument names the stages to run, in order (comma-separated; see the case below):
+#   tests (the gpu-labelled tests), sdpa_fp16 and softmax (real CUDA searches of default and exhaustive,
+#   3 seeds each, at 8 s and 20 s of device time, one journal per run: bench/journal_reach.py reads them
+#   for the device seconds to 5% of the best and what the sanitizer and ncu runs cost), unseen (the two
+#   landscapes no design decision saw, bench/unseen, recorded as bench/recordings were: --seed 1
+#   --samples 20 --warmup 2, each under a time limit, so a partial sweep is a uniform sample) and
+#   sdpa_rec (sdpa fp32 on this card, as long as the call has time). TOTAL, the second argument, is
+#   the seconds the call may take. The archive is rewritten after each stage.
+# Everything comes back in $OUT/part-<stages>.tgz; a short table is printed last.
 set -u
-PART=${1:-1}
+PART=${1:-tests,sdpa_fp16}
+TAG=${PART//,/-}
 TOTAL=${2:-570}  # seconds this call may take (the device's limit for it, less a margin)
 ROOT=$(pwd)
 BIN=$ROOT/.h200/new
-W=$OUT/p$PART
+W=$OUT/p$TAG
 mkdir -p "$W/logs" "$W/rec" "$W/journals"
 export KERNELBRAIN_CUDA_WORKER=$BIN/kernelbrain-cuda-worker KERNELBRAIN_KERNEL_PREP=$BIN/kernelbrain_kernel_prep
 export KERNELBRAIN_CUDA_PROBLEMS=$ROOT/examples/cuda_problems KERNELBRAIN_PYTHON=none
@@ -40,42 +39,34 @@ search() {  # PROBLEM BUDGET [SEEDS]
     echo "tune $1 $st seed $seed rc $? at $(el) s" >> "$W/logs/rc.txt"
   done; done
 }
-pack() { tar czf "$OUT/part$PART.tgz" -C "$OUT" "p$PART"; }
-if [ "$PART" = 1 ]; then
-  search sdpa_fp16 8s
-  python3 bench/journal_reach.py "$W"/journals/*.jsonl > "$W/reach.md" 2>&1; pack
-  search softmax 20s
-  python3 bench/journal_reach.py "$W"/journals/*.jsonl > "$W/reach.md" 2>&1; pack
-  left=$(( TOTAL - $(el) ))
-  if [ $left -gt 100 ]; then
-    export KERNELBRAIN_CACHE_DIR=$OUT/cache-tests
-    timeout $(( left > 260 ? 240 : left - 20 )) "$BIN/kernelbrain_gpu_tests" > "$W/logs/gpu.cuda_backend.log" 2>&1
-    echo "gpu.cuda_backend rc $? at $(el) s: $(grep -E 'test cases' "$W/logs/gpu.cuda_backend.log")" >> "$W/logs/rc.txt"
-    pack
-  fi
-  left=$(( TOTAL - $(el) ))
-  per=$(( (left - 50) / 2 )); [ $per -gt 75 ] && per=75
-  if [ $per -ge 30 ]; then
-    record softmax_vocab bench/unseen/softmax_vocab $per
-    record rmsnorm_convnet bench/unseen/rmsnorm_convnet $per
-  fi
-elif [ "$PART" = 3 ]; then
-  KERNELBRAIN_CACHE_DIR=$OUT/cache-tests timeout $(( TOTAL / 3 )) "$BIN/kernelbrain_gpu_tests" -tc='profiler*' \
-    > "$W/logs/gpu.profiler.log" 2>&1
-  echo "gpu profiler tests rc $? at $(el) s: $(grep -E 'test cases' "$W/logs/gpu.profiler.log")" >> "$W/logs/rc.txt"
-  pack
-  search sdpa_fp16 8s 1
-  python3 bench/journal_reach.py "$W"/journals/*.jsonl > "$W/reach.md" 2>&1
-else
+pack() { tar czf "$OUT/part-$TAG.tgz" -C "$OUT" "p$TAG"; }
+tests() {  # [doctest filter]
   export KERNELBRAIN_CACHE_DIR=$OUT/cache-tests
-  timeout 300 "$BIN/kernelbrain_gpu_tests" > "$W/logs/gpu.cuda_backend.log" 2>&1
-  echo "gpu.cuda_backend rc $? at $(el) s: $(grep -E 'test cases' "$W/logs/gpu.cuda_backend.log")" >> "$W/logs/rc.txt"
-  left=$(( 560 - $(el) ))
-  [ $left -gt 120 ] && record sdpa_h100 sdpa $(( left - 70 ))
-fi
+  local left=$(( TOTAL - $(el) - 30 )); [ $left -gt 300 ] && left=300
+  timeout $left "$BIN/kernelbrain_gpu_tests" ${1:+-tc="$1"} > "$W/logs/gpu.cuda_backend.log" 2>&1
+  echo "gpu tests ${1:-all} rc $? at $(el) s: $(grep -E 'test cases' "$W/logs/gpu.cuda_backend.log")" >> "$W/logs/rc.txt"
+  unset KERNELBRAIN_CACHE_DIR
+}
+reach() { python3 bench/journal_reach.py "$W"/journals/*.jsonl > "$W/reach.md" 2>&1; }
+# PART is a comma-separated list of stages, run in order (each one packs what it made):
+#   tests (every gpu-labelled test case), sdpa_fp16 / softmax (default against exhaustive, 3 seeds),
+#   unseen (the two landscapes of bench/unseen), sdpa_rec (sdpa fp32 on this card, with the time left).
+for stage in ${PART//,/ }; do
+  case $stage in
+    tests) tests ;;
+    sdpa_fp16) search sdpa_fp16 8s; reach ;;
+    softmax) search softmax 20s; reach ;;
+    unseen) per=$(( (TOTAL - $(el) - 50) / 2 )); [ $per -gt 75 ] && per=75
+            if [ $per -ge 30 ]; then record softmax_vocab bench/unseen/softmax_vocab $per
+              record rmsnorm_convnet bench/unseen/rmsnorm_convnet $per; fi ;;
+    sdpa_rec) left=$(( TOTAL - $(el) - 70 )); [ $left -gt 60 ] && record sdpa_h100 sdpa $left ;;
+    *) echo "unknown stage $stage" >> "$W/logs/rc.txt" ;;
+  esac
+  pack
+done
 cat "$W/logs/env.txt" "$W/logs/rc.txt"
 [ -f "$W/reach.md" ] && cat "$W/reach.md"
 for f in "$W"/journals/*.jsonl; do [ -f "$f" ] && gzip -9 "$f"; done
 rm -rf "$OUT"/cache-*
-tar czf "$OUT/part$PART.tgz" -C "$OUT" "p$PART" && rm -rf "$W"
+tar czf "$OUT/part-$TAG.tgz" -C "$OUT" "p$TAG" && rm -rf "$W"
 echo "call total $(el) s"
