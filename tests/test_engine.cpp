@@ -398,6 +398,116 @@ TEST_CASE("the memory-safety tools run before an assured rung only, and what the
 }
 
 namespace {
+/// Charges a fixed price per measurement: 0.1 s at the rung named "low", 2 s at any other (twenty times as
+/// much); the gate's checks are free.
+struct priced_evaluator final : forwarding_evaluator {
+  double pending = 0;
+  measurement measure(candidate const& c, rung const& r, measure_request const& q) override {
+    pending += r.name == "low" ? 0.1 : 2.0;
+    return inner.measure(c, r, q);
+  }
+  double take_device_seconds() override {
+    (void)inner.take_device_seconds();
+    return std::exchange(pending, 0.0);
+  }
+};
+
+/// A two-rung ladder: one shape at "low", every shape at "top".
+multi_rung_ladder two_rungs(problem const& p) {
+  rung low{.name = "low", .shapes = {0}, .samples = 3, .assure = false};
+  rung top{.name = "top", .samples = 5};
+  for (std::size_t s = 0; s < p.shapes.size(); ++s) top.shapes.push_back(s);
+  return multi_rung_ladder({low, top});
+}
+
+struct rung_counts {
+  std::size_t low = 0, top = 0;
+};
+rung_counts measured_per_rung(std::vector<event> const& events) {
+  rung_counts n;
+  for (auto const& e : events)
+    if (e.kind == event_kind::measured || e.kind == event_kind::rejected) (e.rung == 0 ? n.low : n.top) += 1;
+  return n;
+}
+
+/// Proposes what the expert generator does until `limit` candidates exist, then nothing.
+struct limited_generator {
+  expert_generator inner;
+  std::size_t limit;
+  std::vector<candidate> propose(search_view const& v, proposal_request const& r) {
+    if (v.size() >= limit) return {};
+    auto out = inner.propose(v, r);
+    if (out.size() > limit - v.size()) out.resize(limit - v.size());
+    return out;
+  }
+};
+}  // namespace
+
+TEST_CASE("under a device-second budget the default promotes as the ladder's costs say, else by eta") {
+  auto const& p = landscape().get_problem();
+  auto run = [&](coarse_to_fine_options co, bool device_budget) {
+    priced_evaluator ev;
+    recorder rec;
+    search_options o;
+    o.observers = {&rec};
+    if (device_budget)
+      o.limits.device_seconds = 60;
+    else
+      o.limits.evaluations = 150;
+    (void)search(p, default_policies(p, co).with_ladder(two_rungs(p)), ev, o);
+    return measured_per_rung(rec.events);
+  };
+  coarse_to_fine_options fixed;
+  fixed.eta_max = 0;
+  REQUIRE(coarse_to_fine_options{}.eta_max == 12);
+  // The top rung costs twenty low measurements: eta' = 12 (eta_max) once a top measurement is known, so
+  // about one low result in twelve goes up (the first ones at eta = 3, before the top's cost is known);
+  // mutations of promoted candidates enter at the low rung too.
+  const auto by_cost = run({}, true);
+  CHECK(by_cost.low > 100);
+  CHECK(by_cost.top <= by_cost.low / 12 + 3);
+  // Fixed eta, or a budget that counts evaluations (each costs one): one in three.
+  for (auto const& [n, what] : {std::pair{run(fixed, true), "eta_max=0"}, std::pair{run({}, false), "evaluations"}}) {
+    INFO(what);
+    CHECK(n.low > 30);
+    CHECK(n.top + 1 >= n.low / 3);
+    CHECK(n.top <= n.low / 3 + 1);
+  }
+}
+
+TEST_CASE("once the generator runs dry the default promotes what is left, best first, until all went up") {
+  auto const& p = landscape().get_problem();
+  priced_evaluator ev;
+  recorder rec;
+  search_options o;
+  o.observers = {&rec};
+  o.limits.device_seconds = 1000;
+  auto r = search(p, default_policies(p).with_ladder(two_rungs(p)).with_generator(limited_generator{{}, 40}), ev, o);
+  CHECK(r.stop_reason.find("nothing new") != std::string::npos);
+  // Every candidate the low rung measured went up (measured or rejected there).
+  std::map<std::uint64_t, double> low_score;
+  std::set<std::uint64_t> went_up;
+  std::vector<std::uint64_t> up_order;  // top-rung evaluations after the last low measurement
+  for (auto const& e : rec.events) {
+    if (e.kind == event_kind::measured && e.rung == 0 && e.value) {
+      low_score[e.id.value] = e.value->value;
+      up_order.clear();
+    }
+    if ((e.kind == event_kind::measured || e.kind == event_kind::rejected) && e.rung == 1) {
+      went_up.insert(e.id.value);
+      up_order.push_back(e.id.value);
+    }
+  }
+  CHECK(low_score.size() >= 30);
+  std::size_t left_low = 0;
+  for (auto const& [id, score] : low_score) left_low += went_up.contains(id) ? 0 : 1;
+  CHECK(left_low == 0);
+  // Those that went up only because the generator ran dry went best first.
+  REQUIRE(up_order.size() >= 10);
+  for (std::size_t i = 1; i < up_order.size(); ++i) CHECK(low_score[up_order[i - 1]] >= low_score[up_order[i]]);
+}
+
+namespace {
 std::atomic<bool> generating{false};
 std::atomic<int> overlaps{0};
 

@@ -335,7 +335,12 @@ class engine {
     }
     const std::size_t added = add_proposals(std::move(proposals), true);
     record_exchanges();
-    fruitless_ = added > 0 ? 0 : fruitless_ + 1;
+    // A fruitless generation counts towards "nothing new N times in a row" only with nothing in flight: while
+    // evaluations run, the scheduler may ask again at every free slot, and there is still something to do.
+    if (added > 0)
+      fruitless_ = 0;
+    else if (history_.in_flight_evaluations() == 0)
+      ++fruitless_;
     return added > 0;
   }
 
@@ -411,6 +416,7 @@ class engine {
       throw error("scheduler asked to evaluate rejected candidate " + r.id.str());
     if (rec.state == candidate_state::in_flight)
       throw error("scheduler asked to evaluate candidate " + r.id.str() + " which is already in flight");
+    fruitless_ = 0;  // "nothing new N times in a row": generations with no evaluation between them
     evaluation_task t;
     t.ticket = ++ticket_;
     t.cand = rec.cand;

@@ -5,9 +5,13 @@
 // ASHA on the recordings in docs/design-notes.md, and slower there once the ladder was lean.) A promotion
 // to a rung above the first also asks the generator to mutate the promoted candidate (coarse-to-fine): at
 // once, or, for a rung that profiles, when that measurement is in, so that the diagnosis steers the moves
-// and the prompts. Exploration gives way to refinement as the budget is spent. Stops on stagnation or on
-// reaching a fraction of the roofline.
+// and the prompts. Exploration gives way to refinement as the budget is spent. Under a device-second
+// budget the promotion rate follows the ladder's cost ratio (eta_max). Once the generator has run dry,
+// the best candidate not yet promoted goes up, one at a time, so that nothing is dropped for good. Stops
+// on stagnation or on reaching a fraction of the roofline.
 #pragma once
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -37,6 +41,12 @@ struct coarse_to_fine_options {
   std::size_t stagnation_limit = 0;  ///< stop after this many evaluations without a new best (0 = never)
   double roofline_target = 0;        ///< stop when the incumbent reaches this fraction of the floor (0 = never)
   std::string promotion = "asha";    ///< "asha" (top 1/eta as soon as known) or "balanced" (by spend)
+  /// Under a device-second budget, ASHA keeps the top 1/eta' of rung r, where eta' is what one
+  /// measurement at rung r+1 costs over one at rung r (the means so far), rounded and held within
+  /// [eta, eta_max]: each rung then spends about what the next does (Hyperband's rule), in the unit the
+  /// budget counts. Under other budgets every evaluation counts one, and eta holds. 0: eta always.
+  /// (12: chosen leave-one-problem-out on the recordings; docs/design-notes.md, "The promotion rate".)
+  std::size_t eta_max = 12;
 
   /// The options "default" and its ablations take ("default:eta=4,explore_batch=16").
   [[nodiscard]] static option_table<coarse_to_fine_options> describe() {
@@ -51,6 +61,9 @@ struct coarse_to_fine_options {
              "stop after this many evaluations without a new best (0 = never)")
         .add("roofline_target", &o::roofline_target,
              "stop when the incumbent reaches this fraction of the roofline floor (0 = never)")
+        .add("eta_max", &o::eta_max,
+             "0: eta fixed; else under a device-second budget eta per rung is the next rung's cost over this "
+             "one's, within [eta, eta_max]")
         .add("promotion", &o::promotion,
              "asha (top 1/eta of each rung, as soon as known) or balanced (when the rung below has spent as much as "
              "the next)");
@@ -82,7 +95,7 @@ class coarse_to_fine_scheduler {
       case event_kind::rejected:
         ++evaluations_;
         after_profile_.erase(e.id);
-        if (balanced_) to_charge_.emplace_back(e.id, e.rung);
+        if (balanced_ || opt_.eta_max > 0) to_charge_.emplace_back(e.id, e.rung);
         break;
       case event_kind::proposed:
         dry_generations_ = 0;
@@ -98,6 +111,10 @@ class coarse_to_fine_scheduler {
     if (opt_.roofline_target > 0 && v.best() && v.best_rung() + 1 == v.rungs().size() &&
         roofline_fraction(v) >= opt_.roofline_target)
       return stop("incumbent reached " + std::to_string(opt_.roofline_target) + " of the roofline");
+    if (opt_.eta_max > 0) {
+      device_budget_ = v.meter().limit().device_seconds > 0;
+      charge(v);
+    }
     if (balanced_) {
       charge(v);
       if (auto r = balanced_promotion(v)) {
@@ -106,6 +123,7 @@ class coarse_to_fine_scheduler {
         promotions_.emplace_front(candidate_id{id}, *r);
       }
     }
+    if (promotions_.empty() && mutations_.empty() && v.fresh().empty() && dry_generations_ >= 2) promote_next(v);
     while (!promotions_.empty()) {
       auto [id, r] = promotions_.front();
       promotions_.pop_front();
@@ -181,7 +199,7 @@ class coarse_to_fine_scheduler {
 
   void on_measured(event const& e) {
     ++evaluations_;
-    if (balanced_) to_charge_.emplace_back(e.id, e.rung);
+    if (balanced_ || opt_.eta_max > 0) to_charge_.emplace_back(e.id, e.rung);
     if (auto it = after_profile_.find(e.id); it != after_profile_.end() && it->second == e.rung) {
       after_profile_.erase(it);
       mutations_.push_back(e.id);
@@ -201,13 +219,38 @@ class coarse_to_fine_scheduler {
     }
     auto& set = ranks_[r];
     const std::size_t rank = set.insert({e.value->value, e.id.value});
-    const std::size_t k = set.size() / opt_.eta;  // size of the promotable top
-    if (rank < k) promote(e.id, r);
-    if (set.size() % opt_.eta == 0 && k > 0) {  // the top grew by one: its last member may be new
-      auto [val, raw] = set.at(k - 1);
-      (void)val;
-      promote(candidate_id{raw}, r);
+    const std::size_t eta = eta_at(r);
+    const std::size_t k = set.size() / eta;  // size of the promotable top
+    if (eta == opt_.eta) {
+      if (rank < k) promote(e.id, r);
+      if (set.size() % eta == 0 && k > 0) {  // the top grew by one: its last member may be new
+        auto [val, raw] = set.at(k - 1);
+        (void)val;
+        promote(candidate_id{raw}, r);
+      }
+      return;
     }
+    for (std::size_t i = 0; i < k; ++i) promote(candidate_id{set.at(i).second}, r);  // eta may have changed
+  }
+  /// The promotion rate out of rung r: eta, or with eta_max, the cost ratio of rung r+1 to rung r.
+  [[nodiscard]] std::size_t eta_at(std::size_t r) const {
+    if (opt_.eta_max == 0 || !device_budget_ || r + 1 >= count_.size() || count_[r] == 0 || count_[r + 1] == 0)
+      return opt_.eta;
+    const double ratio = expected_cost(r + 1) / std::max(expected_cost(r), 1e-12);
+    return std::clamp<std::size_t>(static_cast<std::size_t>(std::lround(ratio)), opt_.eta,
+                                   std::max(opt_.eta, opt_.eta_max));
+  }
+  /// The generator has run dry and nothing is queued: nothing is dropped for good, so the best candidate
+  /// not yet sent up from the highest rung that has one goes up now (ASHA's top 1/eta widened one at a time).
+  void promote_next(search_view const& v) {
+    for (std::size_t r = std::min(ranks_.size(), v.rungs().size() - 1); r-- > 0;)
+      for (std::size_t i = 0; i < ranks_[r].size(); ++i) {
+        const candidate_id id{ranks_[r].at(i).second};
+        auto const* rec = v.find(id);
+        if (promoted_[r].contains(id) || !rec || rec->state != candidate_state::measured) continue;
+        promote(id, r);
+        return;
+      }
   }
   void promote(candidate_id id, std::size_t from) {
     if (!promoted_[from].insert(id).second) return;
@@ -244,6 +287,7 @@ class coarse_to_fine_scheduler {
   std::vector<std::set<std::pair<double, std::uint64_t>, std::greater<>>> waiting_;
   std::unordered_map<std::uint64_t, double> waiting_score_;
   std::size_t dry_generations_ = 0;
+  bool device_budget_ = false;  ///< the budget counts device seconds (eta_max applies)
 };
 
 }  // namespace kernelbrain
