@@ -6,6 +6,9 @@
 # nine budgets of bench/ablation-replay.sh are 1.8-2.1x their sweeps since replay charges once.
 #   bench/ablation-unseen.sh KERNELBRAIN SEEDS RECORDING.jsonl.gz...   (the table on stdout)
 set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+# The problems of bench/unseen are in no built-in folder: replay looks them up here (the others as usual).
+export KERNELBRAIN_CUDA_PROBLEMS=${KERNELBRAIN_CUDA_PROBLEMS:-$ROOT/bench/unseen}
 K=$1 SEEDS=$2
 shift 2
 STRATEGIES=${STRATEGIES:-default,exhaustive,random,sha,hyperband}

@@ -55,6 +55,7 @@ for stage in ${PART//,/ }; do
   case $stage in
     tests) tests ;;
     sdpa_fp16) search sdpa_fp16 8s; reach ;;
+    sdpa_fp16_more) search sdpa_fp16 8s "4 5 6"; reach ;;
     softmax) search softmax 20s; reach ;;
     unseen) per=$(( (TOTAL - $(el) - 50) / 2 )); [ $per -gt 75 ] && per=75
             if [ $per -ge 30 ]; then record softmax_vocab bench/unseen/softmax_vocab $per
