@@ -385,7 +385,7 @@ std::vector<expected_option> coarse_to_fine_expected() {
       {"stagnation_limit", "", "0", "50",
        [](auto& p) { return text(scheduler_of<c2f>(p).options().stagnation_limit); }},
       {"roofline_target", "", "0", "0.8", [](auto& p) { return text(scheduler_of<c2f>(p).options().roofline_target); }},
-      {"eta_max", "", "12", "0", [](auto& p) { return text(scheduler_of<c2f>(p).options().eta_max); }},
+      {"eta_max", "", "8", "0", [](auto& p) { return text(scheduler_of<c2f>(p).options().eta_max); }},
       {"promotion", "", "asha", "balanced", [](auto& p) { return scheduler_of<c2f>(p).options().promotion; }},
   };
 }

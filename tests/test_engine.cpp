@@ -414,19 +414,27 @@ struct priced_evaluator final : forwarding_evaluator {
 
 /// A two-rung ladder: one shape at "low", every shape at "top".
 multi_rung_ladder two_rungs(problem const& p) {
-  rung low{.name = "low", .shapes = {0}, .samples = 3, .assure = false};
-  rung top{.name = "top", .samples = 5};
+  rung low, top;
+  low.name = "low";
+  low.shapes = {0};
+  low.samples = 3;
+  low.assure = false;
+  top.name = "top";
+  top.samples = 5;
   for (std::size_t s = 0; s < p.shapes.size(); ++s) top.shapes.push_back(s);
   return multi_rung_ladder({low, top});
 }
 
 struct rung_counts {
   std::size_t low = 0, top = 0;
+  std::size_t low_before_top = 0;  ///< low results in before the first promotion to the top
 };
 rung_counts measured_per_rung(std::vector<event> const& events) {
   rung_counts n;
-  for (auto const& e : events)
+  for (auto const& e : events) {
     if (e.kind == event_kind::measured || e.kind == event_kind::rejected) (e.rung == 0 ? n.low : n.top) += 1;
+    if (e.kind == event_kind::promoted && n.top == 0 && n.low_before_top == 0) n.low_before_top = n.low;
+  }
   return n;
 }
 
@@ -459,19 +467,24 @@ TEST_CASE("under a device-second budget the default promotes as the ladder's cos
   };
   coarse_to_fine_options fixed;
   fixed.eta_max = 0;
-  REQUIRE(coarse_to_fine_options{}.eta_max == 12);
-  // The top rung costs twenty low measurements: eta' = 12 (eta_max) once a top measurement is known, so
-  // about one low result in twelve goes up (the first ones at eta = 3, before the top's cost is known);
-  // mutations of promoted candidates enter at the low rung too.
+  REQUIRE(coarse_to_fine_options{}.eta_max == 8);
+  // The top rung costs twenty low measurements (and its timed runs at the baseline's times more than eight
+  // times the low rung's): eta' = 8 (eta_max) from the first promotion, so about one low result in eight
+  // goes up; mutations of promoted candidates enter at the low rung too.
   const auto by_cost = run({}, true);
   CHECK(by_cost.low > 100);
-  CHECK(by_cost.top <= by_cost.low / 12 + 3);
+  CHECK(by_cost.top <= by_cost.low / 8 + 1);
+  CHECK(by_cost.top + 2 >= by_cost.low / 8);
+  // Before any top measurement, the rate comes from the rungs' timed runs at the baseline's times: the first
+  // promotion waits for eight low results, not three.
+  CHECK(by_cost.low_before_top >= 8);
   // Fixed eta, or a budget that counts evaluations (each costs one): one in three.
   for (auto const& [n, what] : {std::pair{run(fixed, true), "eta_max=0"}, std::pair{run({}, false), "evaluations"}}) {
     INFO(what);
     CHECK(n.low > 30);
     CHECK(n.top + 1 >= n.low / 3);
     CHECK(n.top <= n.low / 3 + 1);
+    CHECK(n.low_before_top <= 4);
   }
 }
 

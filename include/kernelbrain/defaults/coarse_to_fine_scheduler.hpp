@@ -42,11 +42,12 @@ struct coarse_to_fine_options {
   double roofline_target = 0;        ///< stop when the incumbent reaches this fraction of the floor (0 = never)
   std::string promotion = "asha";    ///< "asha" (top 1/eta as soon as known) or "balanced" (by spend)
   /// Under a device-second budget, ASHA keeps the top 1/eta' of rung r, where eta' is what one
-  /// measurement at rung r+1 costs over one at rung r (the means so far), rounded and held within
-  /// [eta, eta_max]: each rung then spends about what the next does (Hyperband's rule), in the unit the
-  /// budget counts. Under other budgets every evaluation counts one, and eta holds. 0: eta always.
-  /// (12: chosen leave-one-problem-out on the recordings; docs/design-notes.md, "The promotion rate".)
-  std::size_t eta_max = 12;
+  /// measurement at rung r+1 costs over one at rung r (the means so far; before rung r+1 has one, the
+  /// ratio of the rungs' timed runs at the baseline's times), rounded and held within [eta, eta_max]:
+  /// each rung then spends about what the next does (Hyperband's rule), in the unit the budget counts.
+  /// Under other budgets every evaluation counts one, and eta holds. 0: eta always. (8: chosen
+  /// leave-one-problem-out on the recordings; docs/design-notes.md, "The promotion rate".)
+  std::size_t eta_max = 8;
 
   /// The options "default" and its ablations take ("default:eta=4,explore_batch=16").
   [[nodiscard]] static option_table<coarse_to_fine_options> describe() {
@@ -114,6 +115,7 @@ class coarse_to_fine_scheduler {
     if (opt_.eta_max > 0) {
       device_budget_ = v.meter().limit().device_seconds > 0;
       charge(v);
+      if (prior_.empty()) prior_ = prior_ratios(v);
     }
     if (balanced_) {
       charge(v);
@@ -234,9 +236,14 @@ class coarse_to_fine_scheduler {
   }
   /// The promotion rate out of rung r: eta, or with eta_max, the cost ratio of rung r+1 to rung r.
   [[nodiscard]] std::size_t eta_at(std::size_t r) const {
-    if (opt_.eta_max == 0 || !device_budget_ || r + 1 >= count_.size() || count_[r] == 0 || count_[r + 1] == 0)
+    if (opt_.eta_max == 0 || !device_budget_ || r + 1 >= count_.size()) return opt_.eta;
+    double ratio = 0;
+    if (count_[r] > 0 && count_[r + 1] > 0)
+      ratio = expected_cost(r + 1) / std::max(expected_cost(r), 1e-12);
+    else if (r < prior_.size())
+      ratio = prior_[r];
+    else
       return opt_.eta;
-    const double ratio = expected_cost(r + 1) / std::max(expected_cost(r), 1e-12);
     return std::clamp<std::size_t>(static_cast<std::size_t>(std::lround(ratio)), opt_.eta,
                                    std::max(opt_.eta, opt_.eta_max));
   }
@@ -251,6 +258,19 @@ class coarse_to_fine_scheduler {
         promote(id, r);
         return;
       }
+  }
+  /// Before the next rung has a measurement: its cost over this one's as the rungs' timed runs of the
+  /// baseline would take (every shape's warm-up and samples at the reference's time).
+  static std::vector<double> prior_ratios(search_view const& v) {
+    std::vector<double> cost, out;
+    auto const& b = v.baseline().seconds;
+    for (auto const& r : v.rungs()) {
+      double c = 0;
+      for (auto s : r.shapes) c += (r.warmup + r.samples) * (s < b.size() ? b[s] : 0.0);
+      cost.push_back(c);
+    }
+    for (std::size_t r = 0; r + 1 < cost.size(); ++r) out.push_back(cost[r] > 0 ? cost[r + 1] / cost[r] : 0.0);
+    return out;
   }
   void promote(candidate_id id, std::size_t from) {
     if (!promoted_[from].insert(id).second) return;
@@ -288,6 +308,7 @@ class coarse_to_fine_scheduler {
   std::unordered_map<std::uint64_t, double> waiting_score_;
   std::size_t dry_generations_ = 0;
   bool device_budget_ = false;  ///< the budget counts device seconds (eta_max applies)
+  std::vector<double> prior_;   ///< per rung, the next rung's cost over its own from the baseline (eta_max)
 };
 
 }  // namespace kernelbrain
