@@ -112,13 +112,12 @@ class coarse_to_fine_scheduler {
     if (opt_.roofline_target > 0 && v.best() && v.best_rung() + 1 == v.rungs().size() &&
         roofline_fraction(v) >= opt_.roofline_target)
       return stop("incumbent reached " + std::to_string(opt_.roofline_target) + " of the roofline");
+    if (balanced_ || opt_.eta_max > 0) charge(v);
     if (opt_.eta_max > 0) {
       device_budget_ = v.meter().limit().device_seconds > 0;
-      charge(v);
-      if (prior_.empty()) prior_ = prior_ratios(v);
+      if (!prior_) prior_ = prior_ratios(v);
     }
     if (balanced_) {
-      charge(v);
       if (auto r = balanced_promotion(v)) {
         auto id = waiting_[*r - 1].begin()->second;
         waiting_[*r - 1].erase(waiting_[*r - 1].begin());
@@ -220,19 +219,10 @@ class coarse_to_fine_scheduler {
       promoted_.resize(r + 1);
     }
     auto& set = ranks_[r];
-    const std::size_t rank = set.insert({e.value->value, e.id.value});
-    const std::size_t eta = eta_at(r);
-    const std::size_t k = set.size() / eta;  // size of the promotable top
-    if (eta == opt_.eta) {
-      if (rank < k) promote(e.id, r);
-      if (set.size() % eta == 0 && k > 0) {  // the top grew by one: its last member may be new
-        auto [val, raw] = set.at(k - 1);
-        (void)val;
-        promote(candidate_id{raw}, r);
-      }
-      return;
-    }
-    for (std::size_t i = 0; i < k; ++i) promote(candidate_id{set.at(i).second}, r);  // eta may have changed
+    set.insert({e.value->value, e.id.value});
+    // The promotable top: all of it goes up (promote() skips who went already), since eta may have changed.
+    const std::size_t k = set.size() / eta_at(r);
+    for (std::size_t i = 0; i < k; ++i) promote(candidate_id{set.at(i).second}, r);
   }
   /// The promotion rate out of rung r: eta, or with eta_max, the cost ratio of rung r+1 to rung r.
   [[nodiscard]] std::size_t eta_at(std::size_t r) const {
@@ -240,8 +230,8 @@ class coarse_to_fine_scheduler {
     double ratio = 0;
     if (count_[r] > 0 && count_[r + 1] > 0)
       ratio = expected_cost(r + 1) / std::max(expected_cost(r), 1e-12);
-    else if (r < prior_.size())
-      ratio = prior_[r];
+    else if (prior_ && r < prior_->size())
+      ratio = (*prior_)[r];
     else
       return opt_.eta;
     return std::clamp<std::size_t>(static_cast<std::size_t>(std::lround(ratio)), opt_.eta,
@@ -308,7 +298,8 @@ class coarse_to_fine_scheduler {
   std::unordered_map<std::uint64_t, double> waiting_score_;
   std::size_t dry_generations_ = 0;
   bool device_budget_ = false;  ///< the budget counts device seconds (eta_max applies)
-  std::vector<double> prior_;   ///< per rung, the next rung's cost over its own from the baseline (eta_max)
+  /// per rung, the next rung's cost over its own from the baseline (eta_max; computed at the first next())
+  std::optional<std::vector<double>> prior_;
 };
 
 }  // namespace kernelbrain
