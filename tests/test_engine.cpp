@@ -651,6 +651,53 @@ TEST_CASE("the ask/tell engine can be driven by hand") {
 }
 
 namespace {
+/// Proposes what the expert proposes on its first call, then nothing, ever.
+struct one_shot_generator {
+  expert_generator inner;
+  int calls = 0;
+  std::vector<candidate> propose(search_view const& v, proposal_request const& r) {
+    return ++calls == 1 ? inner.propose(v, r) : std::vector<candidate>{};
+  }
+};
+}  // namespace
+
+TEST_CASE("generations that find nothing while an evaluation is in flight do not count towards the stop") {
+  // The scheduler evaluates whatever is fresh, else asks for one new candidate; the generator runs dry after
+  // its first batch. With the first evaluation held in flight, every ask() asks the generator again (a free
+  // slot each time); those requests must neither end the search nor count once the result is in.
+  auto const& p = landscape().get_problem();
+  synthetic_evaluator ev(landscape());
+  engine_options eo;
+  eo.fruitless_generation_limit = 3;
+  auto pol = default_policies(p)
+                 .with_generator(one_shot_generator{})
+                 .with_scheduler(scripted_scheduler{[](search_view const& v) -> action {
+                   if (!v.fresh().empty()) return evaluate(v[v.fresh().front()].cand.id, 0);
+                   return generate(generation_mode::explore, 1);
+                 }});
+  engine eng(p, std::move(pol), eo);
+  eng.set_baseline(ev.measure_baseline(p));
+  // Take every first-batch candidate into flight, then ask again while they run.
+  std::vector<evaluation_task> held;
+  for (int i = 0; i < 100; ++i) {
+    step s = eng.ask();
+    if (auto* t = std::get_if<evaluation_task>(&s)) {
+      held.push_back(*t);
+      continue;
+    }
+    REQUIRE_MESSAGE(std::holds_alternative<waiting>(s), "with evaluations in flight the search must not end");
+    if (held.size() > 0 && i > static_cast<int>(held.size()) + 9) break;  // ten fruitless asks with work in flight
+  }
+  REQUIRE(!held.empty());
+  for (auto const& t : held) eng.tell(eng.execute(t, ev));
+  // Nothing in flight now: exactly `fruitless_generation_limit` more fruitless generations end it.
+  step s = eng.ask();
+  REQUIRE(std::holds_alternative<finished>(s));
+  CHECK(std::get<finished>(s).reason.find("nothing new 3 times in a row") != std::string::npos);
+  CHECK(eng.view().best());  // what was measured is kept
+}
+
+namespace {
 /// Drives an expert generator by hand: `payoff` is the smoke-rung speedup ratio child/parent the
 /// first mutation of one parent gets; returns (the first mutation's parameter and direction, the
 /// first mutation of a second parent of the same family).
