@@ -6,7 +6,8 @@
 // to a rung above the first also asks the generator to mutate the promoted candidate (coarse-to-fine): at
 // once, or, for a rung that profiles, when that measurement is in, so that the diagnosis steers the moves
 // and the prompts. Exploration gives way to refinement as the budget is spent. Under a device-second
-// budget the promotion rate follows the ladder's cost ratio (eta_max). Once the generator has run dry,
+// budget the promotion rate follows the ladder's cost ratio (eta_max), and the first promotion is not kept
+// waiting behind first-rung measurements it does not need. Once the generator has run dry,
 // the best candidate not yet promoted goes up, one at a time, so that nothing is dropped for good. Stops
 // on stagnation or on reaching a fraction of the roofline.
 #pragma once
@@ -42,10 +43,11 @@ struct coarse_to_fine_options {
   double roofline_target = 0;        ///< stop when the incumbent reaches this fraction of the floor (0 = never)
   std::string promotion = "asha";    ///< "asha" (top 1/eta as soon as known) or "balanced" (by spend)
   /// Under a device-second budget, ASHA keeps the top 1/eta' of rung r, where eta' is what one
-  /// measurement at rung r+1 costs over one at rung r (the means so far; before rung r+1 has one, the
-  /// ratio of the rungs' timed runs at the baseline's times), rounded and held within [eta, eta_max]:
-  /// each rung then spends about what the next does (Hyperband's rule), in the unit the budget counts.
-  /// Under other budgets every evaluation counts one, and eta holds. 0: eta always. (8: chosen
+  /// measurement at rung r+1 costs over one at rung r (the means so far; before rung r+1 has one, rung
+  /// r's mean plus the extra runs rung r+1 times, at the baseline's times), rounded and held within [eta,
+  /// eta_max]: each rung then spends about what the next does (Hyperband's rule), in the unit the budget
+  /// counts. Until the first promotion out of rung 0, no more rung-0 measurements are started than it
+  /// needs. Under other budgets every evaluation counts one, and eta holds. 0: eta always. (8: chosen
   /// leave-one-problem-out on the recordings; docs/design-notes.md, "The promotion rate".)
   std::size_t eta_max = 8;
 
@@ -88,12 +90,14 @@ class coarse_to_fine_scheduler {
   void observe(event const& e) {
     switch (e.kind) {
       case event_kind::measured:
+        if (e.rung == 0) ++probes_done_;
         on_measured(e);
         break;
       case event_kind::new_best:
         last_improvement_ = evaluations_;
         break;
       case event_kind::rejected:
+        if (e.rung == 0) ++probes_done_;
         ++evaluations_;
         after_profile_.erase(e.id);
         if (balanced_ || opt_.eta_max > 0) to_charge_.emplace_back(e.id, e.rung);
@@ -115,7 +119,7 @@ class coarse_to_fine_scheduler {
     if (balanced_ || opt_.eta_max > 0) charge(v);
     if (opt_.eta_max > 0) {
       device_budget_ = v.meter().limit().device_seconds > 0;
-      if (!prior_) prior_ = prior_ratios(v);
+      if (!work_) work_ = baseline_work(v);
     }
     if (balanced_) {
       if (auto r = balanced_promotion(v)) {
@@ -145,6 +149,7 @@ class coarse_to_fine_scheduler {
         mutations_.push_back(id);
       return evaluate(id, r);
     }
+    if (hold_for_first_promotion()) return wait();
     if (!mutations_.empty()) {
       auto id = mutations_.front();
       mutations_.pop_front();
@@ -153,8 +158,8 @@ class coarse_to_fine_scheduler {
     if (!v.fresh().empty()) {
       // A model's kernel first (its tokens are spent; template points are cheap), else the oldest.
       for (auto i : v.fresh())
-        if (v[i].cand.origin.starts_with("llm")) return evaluate(v[i].cand.id, 0);
-      return evaluate(v[v.fresh().front()].cand.id, 0);
+        if (v[i].cand.origin.starts_with("llm")) return probe(v[i].cand.id);
+      return probe(v[v.fresh().front()].cand.id);
     }
     // Nothing queued: explore while the budget is young, refine the incumbent as it is spent.
     const double spent = v.meter().progress();  // not the wall clock: decisions must replay
@@ -224,17 +229,31 @@ class coarse_to_fine_scheduler {
     const std::size_t k = set.size() / eta_at(r);
     for (std::size_t i = 0; i < k; ++i) promote(candidate_id{set.at(i).second}, r);
   }
-  /// The promotion rate out of rung r: eta, or with eta_max, the cost ratio of rung r+1 to rung r.
+  action probe(candidate_id id) {
+    ++probes_started_;
+    return evaluate(id, 0);
+  }
+  /// Under a device-second budget, until the first promotion out of the first rung: start no more
+  /// first-rung measurements than that promotion needs (eta' results; eta before the first result says
+  /// what one costs). What is in flight beyond them would be charged before the first top-rung answer, and
+  /// while it runs nothing is lost: the next candidates compile meanwhile, and one device times one at a time.
+  [[nodiscard]] bool hold_for_first_promotion() const {
+    if (!device_budget_ || opt_.eta_max == 0 || count_.size() < 2) return false;
+    if (!promoted_.empty() && !promoted_[0].empty()) return false;
+    const std::size_t in_flight = probes_started_ > probes_done_ ? probes_started_ - probes_done_ : 0;
+    if (in_flight == 0) return false;
+    const std::size_t have = ranks_.empty() ? 0 : ranks_[0].size();
+    return have + in_flight >= (count_[0] == 0 ? opt_.eta : eta_at(0));
+  }
+  /// The promotion rate out of rung r: eta, or with eta_max, the cost ratio of rung r+1 to rung r: the mean
+  /// costs so far, or before rung r+1 has a measurement, rung r's mean cost plus the extra runs rung r+1
+  /// would time for the baseline (what surrounds a measurement, the gate's checks and the launches, is most
+  /// of a cheap rung's cost, and the rung above pays it too). eta before rung r has a measurement.
   [[nodiscard]] std::size_t eta_at(std::size_t r) const {
-    if (opt_.eta_max == 0 || !device_budget_ || r + 1 >= count_.size()) return opt_.eta;
-    double ratio = 0;
-    if (count_[r] > 0 && count_[r + 1] > 0)
-      ratio = expected_cost(r + 1) / std::max(expected_cost(r), 1e-12);
-    else if (prior_ && r < prior_->size())
-      ratio = (*prior_)[r];
-    else
-      return opt_.eta;
-    return std::clamp<std::size_t>(static_cast<std::size_t>(std::lround(ratio)), opt_.eta,
+    if (opt_.eta_max == 0 || !device_budget_ || r + 1 >= count_.size() || count_[r] == 0 || !work_) return opt_.eta;
+    const double here = std::max(expected_cost(r), 1e-12);
+    const double next = count_[r + 1] > 0 ? expected_cost(r + 1) : here + std::max(0.0, (*work_)[r + 1] - (*work_)[r]);
+    return std::clamp<std::size_t>(static_cast<std::size_t>(std::lround(next / here)), opt_.eta,
                                    std::max(opt_.eta, opt_.eta_max));
   }
   /// The generator has run dry and nothing is queued: nothing is dropped for good, so the best candidate
@@ -249,17 +268,21 @@ class coarse_to_fine_scheduler {
         return;
       }
   }
-  /// Before the next rung has a measurement: its cost over this one's as the rungs' timed runs of the
-  /// baseline would take (every shape's warm-up and samples at the reference's time).
-  static std::vector<double> prior_ratios(search_view const& v) {
-    std::vector<double> cost, out;
+  /// Per rung, the device seconds of its runs for the baseline (every shape's warm-up and samples, and
+  /// the correctness trials of the shapes no rung below ran, at the reference's times).
+  static std::vector<double> baseline_work(search_view const& v) {
+    std::vector<double> out;
+    std::unordered_set<std::size_t> seen;
     auto const& b = v.baseline().seconds;
     for (auto const& r : v.rungs()) {
       double c = 0;
-      for (auto s : r.shapes) c += (r.warmup + r.samples) * (s < b.size() ? b[s] : 0.0);
-      cost.push_back(c);
+      for (auto s : r.shapes) {
+        const double t = s < b.size() ? b[s] : 0.0;
+        c += (r.warmup + r.samples) * t;
+        if (seen.insert(s).second) c += r.correctness_trials * t;
+      }
+      out.push_back(c);
     }
-    for (std::size_t r = 0; r + 1 < cost.size(); ++r) out.push_back(cost[r] > 0 ? cost[r + 1] / cost[r] : 0.0);
     return out;
   }
   void promote(candidate_id id, std::size_t from) {
@@ -297,9 +320,10 @@ class coarse_to_fine_scheduler {
   std::vector<std::set<std::pair<double, std::uint64_t>, std::greater<>>> waiting_;
   std::unordered_map<std::uint64_t, double> waiting_score_;
   std::size_t dry_generations_ = 0;
-  bool device_budget_ = false;  ///< the budget counts device seconds (eta_max applies)
-  /// per rung, the next rung's cost over its own from the baseline (eta_max; computed at the first next())
-  std::optional<std::vector<double>> prior_;
+  std::size_t probes_started_ = 0, probes_done_ = 0;  ///< first-rung measurements started and answered
+  bool device_budget_ = false;                        ///< the budget counts device seconds (eta_max applies)
+  /// per rung, its runs' device seconds for the baseline (eta_max; computed at the first next())
+  std::optional<std::vector<double>> work_;
 };
 
 }  // namespace kernelbrain
