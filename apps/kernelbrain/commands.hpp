@@ -112,6 +112,10 @@ void add_builtin_problem_roots();
 /// PyTorch module (export.cpp).
 [[nodiscard]] subcommand register_export(CLI::App& app);
 
+/// adopt: a model-written kernel of a journal as a fixed template of a problem's catalogue, with its
+/// provenance (adopt.cpp).
+[[nodiscard]] subcommand register_adopt(CLI::App& app);
+
 /// list-strategies: every registered strategy with its description (list_strategies.cpp).
 [[nodiscard]] subcommand register_list_strategies(CLI::App& app);
 [[nodiscard]] subcommand register_list_backends(CLI::App& app);

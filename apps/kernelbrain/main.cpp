@@ -72,10 +72,10 @@ int run(int argc, char** argv) {
                        "Print the version and exit")
       ->trigger_on_parse();
   app.require_subcommand(1);
-  const std::vector<subcommand> commands{register_tune(app),   register_list_strategies(app), register_prompts(app),
-                                         register_eval(app),   register_check(app),           register_record(app),
-                                         register_ablate(app), register_fidelity(app),        register_report(app),
-                                         register_export(app), register_list_backends(app)};
+  const std::vector<subcommand> commands{
+      register_tune(app),   register_list_strategies(app), register_prompts(app), register_eval(app),
+      register_check(app),  register_record(app),          register_ablate(app),  register_fidelity(app),
+      register_report(app), register_export(app),          register_adopt(app),   register_list_backends(app)};
   for (auto const& c : commands) add_help_flag(*c.app);
   app.footer(app_footer);  // after the subcommands: they would inherit it
   try {

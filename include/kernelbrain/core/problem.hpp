@@ -179,6 +179,10 @@ struct expert_hint {
   std::string prose;  ///< what an expert would say about it
   std::optional<kernel_template> templ;
   std::vector<diagnosis_move> diagnosis_moves;  ///< template moves per diagnosis tag, in file order
+  /// problem.json's "provenance" of the hint, as compact JSON text ("" when none): where an adopted
+  /// kernel came from (`kernelbrain adopt`: journal, candidate, model, score, dates). Kept for people and
+  /// tools; the search never reads it.
+  std::string provenance = {};
 };
 
 /// What a problem computes in PyTorch terms (problem.json's "pytorch": inline, or the file it names).

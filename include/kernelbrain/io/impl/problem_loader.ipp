@@ -515,10 +515,13 @@ inline std::vector<diagnosis_move> diagnosis_moves(reader const& r, json::value 
 inline expert_hint hint(reader const& r, json::value const& v, std::string const& at,
                         std::vector<std::string> const& dim_names) {
   auto const& o = r.object(v, at);
-  r.only(o, at, {"name", "prose", "template", "launch", "parameters", "constraints", "diagnosis_moves"});
+  r.only(o, at, {"name", "prose", "template", "launch", "parameters", "constraints", "diagnosis_moves", "provenance"});
   expert_hint h;
   h.name = r.string(r.required(o, at, "name"), member(at, "name"));
   h.prose = r.string(r.required(o, at, "prose"), member(at, "prose"));
+  // Where an adopted kernel came from (kernelbrain adopt): any object, kept as text, never read by the search.
+  if (auto const* prov = reader::optional(o, "provenance"))
+    h.provenance = json::serialize(r.object(*prov, member(at, "provenance")));
   auto const* tmpl = reader::optional(o, "template");
   auto const* launch = reader::optional(o, "launch");
   auto const* params = reader::optional(o, "parameters");

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# One campaign round on the GPU machine for each campaign named (issue 29): `tools/campaign.py step`, with
+# the programs of tools/build-for-h200.sh (.h200/new, carried). The campaign folders come back in
+# $OUT/campaigns.tgz (extract over bench/runs/2026-12-07-issue29-campaign/ here).
+#   bash bench/runs/2026-12-07-issue29-campaign/round.sh linear_relu_div sdpa_fp16
+set -u
+ROOT=$(pwd)
+C=bench/runs/2026-12-07-issue29-campaign
+BIN=$ROOT/.h200/new
+export KERNELBRAIN_CUDA_WORKER=$BIN/kernelbrain-cuda-worker KERNELBRAIN_KERNEL_PREP=$BIN/kernelbrain_kernel_prep
+export KERNELBRAIN_CUDA_PROBLEMS=$ROOT/examples/cuda_problems KERNELBRAIN_PYTHON=none
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+for p in "$@"; do
+  export KERNELBRAIN_CACHE_DIR=$OUT/cache-$p
+  timeout 170 python3 tools/campaign.py step "$C/$p"
+  echo "step $p rc $?"
+  python3 tools/campaign.py status "$C/$p" | tail -12
+done
+rm -rf "$OUT"/cache-*
+tar czf "$OUT/campaigns.tgz" -C "$C" "$@"
