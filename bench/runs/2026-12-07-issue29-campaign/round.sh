@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One campaign round on the GPU machine for each campaign named (issue 29): `tools/campaign.py step`, with
 # the programs of tools/build-for-h200.sh (.h200/new, carried). The campaign folders come back in
-# $OUT/campaigns.tgz (extract over bench/runs/2026-12-07-issue29-campaign/ here).
+# $OUT/campaigns.tgz (extract over bench/runs/2026-12-07-issue29-campaign/ here). ROUND_TIMEOUT: seconds
+# per campaign step (default 170).
 #   bash bench/runs/2026-12-07-issue29-campaign/round.sh linear_relu_div sdpa_fp16
 set -u
 ROOT=$(pwd)
@@ -12,9 +13,9 @@ export KERNELBRAIN_CUDA_PROBLEMS=$ROOT/examples/cuda_problems KERNELBRAIN_PYTHON
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 for p in "$@"; do
   export KERNELBRAIN_CACHE_DIR=$OUT/cache-$p
-  timeout 170 python3 tools/campaign.py step "$C/$p"
+  timeout "${ROUND_TIMEOUT:-170}" python3 tools/campaign.py step "$C/$p"
   echo "step $p rc $?"
   python3 tools/campaign.py status "$C/$p" | tail -12
+  tar czf "$OUT/campaigns.tgz" -C "$C" "$@"  # after each step: a call cut short keeps what was done
 done
 rm -rf "$OUT"/cache-*
-tar czf "$OUT/campaigns.tgz" -C "$C" "$@"
