@@ -66,7 +66,7 @@ def prompts(d):
 
 def journal_summary(path):
     """Device seconds, estimated tokens, exchanges by status and the best top-rung speedup in a journal."""
-    s = {"device_seconds": 0.0, "tokens": 0, "exchanges": {}, "best": None, "evaluations": 0}
+    s = {"device_seconds": 0.0, "tokens": 0, "exchanges": {}, "best": None, "evaluations": 0, "stop": None}
     if not os.path.exists(path):
         return s
     top = None
@@ -86,6 +86,8 @@ def journal_summary(path):
                 st = e.get("parse_status") or e.get("status", "?")
                 s["exchanges"][st] = s["exchanges"].get(st, 0) + 1
                 s["tokens"] += int(e.get("input_tokens", 0) or 0) + int(e.get("output_tokens", 0) or 0)
+            elif t == "event" and e.get("kind") == "stopped":
+                s["stop"] = e.get("note", "")
             elif t == "event" and e.get("kind") == "new_best" and e.get("rung") == top and e.get("score"):
                 s["best"] = e["score"].get("speedup")
     return s
@@ -129,8 +131,12 @@ def cmd_step(a):
     new = [p for p, done in prompts(a.dir) if not done]
     st["history"].append({"round": n, "started": started, "exit": rc, "log": log, "prompts_waiting": len(new),
                           "device_seconds": round(summary["device_seconds"], 3), "best": summary["best"]})
-    if rc == 0:
+    # A round's --wall (a tune argument) ends the round, not the campaign: the search's own budget does.
+    round_wall = rc == 0 and (summary["stop"] or "").startswith("wall-clock budget spent")
+    if rc == 0 and not round_wall:
         st["finished"] = "the search ended (its budget, or its scheduler)"
+    elif round_wall:
+        print(f"round {n}: the round's wall-clock limit ended it; step again to go on")
     elif rc != SUSPENDED:
         print(f"round {n}: kernelbrain exited with {rc} (see {log}); the journal keeps what was measured, "
               f"step again to resume", file=sys.stderr)

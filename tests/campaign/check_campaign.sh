@@ -32,4 +32,20 @@ grep -q "no_code ${#waiting[@]}" "$D/status.txt" || fail "the answers with no co
 for p in $($C pending "$D/c"); do a=${p/prompt-/answer-}; echo "none" > "$a"; done
 if $C step "$D/c" > "$D/third.txt" 2>&1; then fail "a third round ran past --rounds 2"; fi
 grep -q "has run its 2 rounds" "$D/third.txt" || fail "the round limit is not named: $(cat "$D/third.txt")"
+# A round that its --wall ended (exit 0, "wall-clock budget spent") leaves the campaign open; one that the
+# search's own budget ended closes it. A stand-in for kernelbrain writes each journal's last line.
+cat > "$D/fake-kb" <<'FAKE'
+#!/usr/bin/env bash
+j=""; while [ $# -gt 0 ]; do [ "$1" = --journal ] && j=$2; shift; done
+printf '{"type":"event","seq":1,"kind":"stopped","note":"%s"}\n' "$(cat "$(dirname "$j")/next-stop")" >> "$j"
+FAKE
+chmod +x "$D/fake-kb"
+KERNELBRAIN=$D/fake-kb $C init "$D/w" --problem softmax --budget 10s --rounds 5 -- --wall 60
+echo "wall-clock budget spent" > "$D/w/next-stop"
+$C step "$D/w" > "$D/wall1.txt" || fail "the wall-ended round exited $?"
+grep -q "step again" "$D/wall1.txt" || fail "a round ended by its --wall does not say to step again: $(cat "$D/wall1.txt")"
+echo "device-second budget spent" > "$D/w/next-stop"
+$C step "$D/w" > "$D/wall2.txt" || fail "a round after a wall-ended one did not run: $?"
+if $C step "$D/w" > "$D/wall3.txt" 2>&1; then fail "a step ran after the search's budget ended the campaign"; fi
+grep -q "is finished" "$D/wall3.txt" || fail "the finished campaign's refusal does not say so: $(cat "$D/wall3.txt")"
 echo "campaign rounds: ok"
