@@ -450,7 +450,7 @@ int run_adopt(adopt_options const& o) {
   std::error_code ec;
   if (!fs::exists(journal, ec)) throw usage_error(fmt::format("journal {} not found", quoted(journal)));
   if (!fs::is_regular_file(journal, ec)) throw usage_error(fmt::format("journal {} is not a file", quoted(journal)));
-  if (!read_text(journal)) throw usage_error(fmt::format("journal {} cannot be read", quoted(journal)));
+  if (!std::ifstream(journal)) throw usage_error(fmt::format("journal {} cannot be read", quoted(journal)));
   const auto jc = read_journal(journal);
   if (!jc.has_header())
     throw usage_error(fmt::format("{} has no header line: not a KernelBrain journal", quoted(journal)));

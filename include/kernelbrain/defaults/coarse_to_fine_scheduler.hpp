@@ -233,17 +233,18 @@ class coarse_to_fine_scheduler {
     ++probes_started_;
     return evaluate(id, 0);
   }
-  /// Under a device-second budget, until the first promotion out of the first rung: start no more
+  /// ASHA under a device-second budget, until the first promotion out of the first rung: start no more
   /// first-rung measurements than that promotion needs (eta' results; eta before the first result says
-  /// what one costs). What is in flight beyond them would be charged before the first top-rung answer, and
-  /// while it runs nothing is lost: the next candidates compile meanwhile, and one device times one at a time.
+  /// what one costs). What is in flight beyond them would be charged before the first top-rung answer. (On
+  /// one device this should cost little wall time: the next candidates compile meanwhile, and one device
+  /// times one measurement at a time; not measured.) Balanced promotion keeps no such first promotion.
   [[nodiscard]] bool hold_for_first_promotion() const {
-    if (!device_budget_ || opt_.eta_max == 0 || count_.size() < 2) return false;
+    if (balanced_ || !device_budget_ || opt_.eta_max == 0 || count_.size() < 2) return false;
     if (!promoted_.empty() && !promoted_[0].empty()) return false;
     const std::size_t in_flight = probes_started_ > probes_done_ ? probes_started_ - probes_done_ : 0;
     if (in_flight == 0) return false;
     const std::size_t have = ranks_.empty() ? 0 : ranks_[0].size();
-    return have + in_flight >= (count_[0] == 0 ? opt_.eta : eta_at(0));
+    return have + in_flight >= eta_at(0);  // eta until a first-rung result says what one costs
   }
   /// The promotion rate out of rung r: eta, or with eta_max, the cost ratio of rung r+1 to rung r: the mean
   /// costs so far, or before rung r+1 has a measurement, rung r's mean cost plus the extra runs rung r+1
