@@ -19,10 +19,14 @@
 namespace fs = std::filesystem;
 using namespace kernelbrain;
 
-TEST_CASE("every CUDA problem in examples/cuda_problems loads") {
-  const fs::path root = fs::path(KB_SOURCE_DIR) / "examples" / "cuda_problems";
+TEST_CASE("every CUDA problem in examples/cuda_problems and bench/unseen loads") {
+  // bench/unseen/: the same problems at shapes in no example problem file (bench/unseen/make.py).
+  std::vector<fs::path> dirs;
+  for (auto const* where : {"examples/cuda_problems", "bench/unseen"})
+    for (auto const& e : fs::directory_iterator(fs::path(KB_SOURCE_DIR) / where)) dirs.push_back(e.path());
   int n = 0;
-  for (auto const& e : fs::directory_iterator(root)) {
+  for (auto const& dir : dirs) {
+    auto const e = fs::directory_entry(dir);
     if (!fs::exists(e.path() / "problem.json")) continue;
     CAPTURE(e.path().string());
     problem p;
@@ -43,8 +47,8 @@ TEST_CASE("every CUDA problem in examples/cuda_problems loads") {
     CHECK(templated > 0);
     ++n;
   }
-  CHECK(n >= 10);
-  const auto fp16 = load_problem(root / "sdpa_fp16");
+  CHECK(n >= 19);
+  const auto fp16 = load_problem(fs::path(KB_SOURCE_DIR) / "examples" / "cuda_problems" / "sdpa_fp16");
   CHECK(fp16.options.at("precision") == "fp16");
   CHECK(fp16.inputs.front().dtype == "f16");
 }

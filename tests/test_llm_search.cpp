@@ -459,3 +459,47 @@ TEST_CASE("prompts: a mutate prompt carries the parent's numbers and diagnosis, 
   kb_test::spit((dir / "explore.md").string(), "{{problme}}");
   CHECK_THROWS_WITH_AS(llm::prompt_templates::from_directory(dir.path), doctest::Contains("{{problme}}"), error);
 }
+
+TEST_CASE("prompts: what a prompt says of a missing diagnosis and unknown resources is true for the backend") {
+  // A kernel measured at the top rung with no diagnosis: on the host (no profiler) the prompt says there is
+  // none to come; on CUDA, below the profiling rung, it names the rung; at it, that the profiler found nothing.
+  auto prompt_for = [](problem const& p, std::size_t measured_at, resources res) {
+    budget_meter meter;
+    baseline b;
+    for (auto const& s : p.shapes) {
+      b.seconds.push_back(2e-3);
+      b.weights.push_back(s.weight);
+      b.floor_seconds.push_back(1e-4);
+    }
+    std::vector<rung> rungs{rung{"smoke", {0}, 3, 1, 1, false, false}, rung{"screen", {0}, 3, 1, 1, false, false},
+                            rung{"confirm", {0, 1}, 3, 1, 1, true, true}};
+    detail::search_history h(p, rungs, b, meter);
+    (void)h.add(make_candidate("seed", {}, "seed", std::nullopt, "// a kernel"));
+    auto& rec = h.at(0);
+    measurement m;
+    m.timings.push_back({0, {1e-3}, median_ci{1e-3, 1e-3, 1e-3}});
+    m.res = res;
+    rec.results[measured_at] = m;
+    rec.top_rung = static_cast<int>(measured_at);
+    rec.state = candidate_state::measured;
+    search_view v(h);
+    llm::prompt_subject s;
+    s.what = llm::prompt_subject::kind::mutate;
+    s.parent = &v[0];
+    const auto built = llm::prompt_builder{}.build(v, s);
+    return built.system + "\n" + built.user;
+  };
+  const auto host = prompt_for(load_problem(softmax_dir()), 2, resources{-1, -1, -1, -1});
+  CHECK(host.find("-O3 -march=native") != std::string::npos);  // how it is built, so no run-time dispatch
+  CHECK(host.find("at the problem's ceilings of 2000 GB/s and 1000 GFLOP/s") != std::string::npos);
+  CHECK(host.find("the host backend has no profiler") != std::string::npos);
+  CHECK(host.find("promoted to") == std::string::npos);
+  CHECK(host.find("Static resources") == std::string::npos);  // nothing known: no line of question marks
+  const auto cuda = load_problem(fs::path(KB_SOURCE_DIR) / "examples" / "cuda_problems" / "softmax");
+  const auto low = prompt_for(cuda, 1, resources{40, 0, 0, 0.5});
+  CHECK(low.find("none yet (the profiler runs on candidates promoted to rung 'confirm')") != std::string::npos);
+  CHECK(low.find("40 registers/thread") != std::string::npos);
+  const auto top = prompt_for(cuda, 2, resources{40, -1, -1, -1});
+  CHECK(top.find("none for this kernel (the profiler gave no finding)") != std::string::npos);
+  CHECK(top.find("promoted to") == std::string::npos);
+}

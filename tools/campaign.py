@@ -6,7 +6,7 @@ a coding agent given one prompt file and nothing else. A campaign is a folder ho
 its prompt and answer files and its state (campaign.json), so that it can be driven by hand or by a script
 and picked up again after any interruption:
 
-    tools/campaign.py init  runs/softmax --problem softmax --budget 600s --rounds 6 [--strategy S] [-- TUNE ARGS]
+    tools/campaign.py init  runs/softmax --problem softmax --budget 600s --rounds 6 [--strategy S] [--lag N] [-- TUNE ARGS]
     tools/campaign.py step  runs/softmax     # run or resume the search until it waits for answers or ends
     tools/campaign.py pending runs/softmax   # the prompt files still without an answer, one path a line
     tools/campaign.py status runs/softmax    # rounds, prompts answered, tokens (estimated), device s, best
@@ -16,6 +16,10 @@ A round is one `step`: it runs `kernelbrain tune ... --exchange DIR/exchange --j
 each answer as DIR/exchange/answer-<key>-<n>.md (under another name first, then rename it into place) and
 step again. The campaign ends when the search ends (its budget: device seconds, tokens, evaluations) or
 when --rounds rounds have run. `step` refuses to run while prompts are unanswered, unless --force.
+
+A round writes the prompts of the generation requests made before the first of their answers is needed: the
+search's --llm-lag. A campaign sets it to 16 (--lag): at tune's default of 1 a round of the host softmax wrote
+one prompt, at 16 it wrote 6-10, at 32 13-16 (docs/llm.md, Campaigns).
 """
 import argparse
 import datetime
@@ -66,10 +70,14 @@ def prompts(d):
 
 def journal_summary(path):
     """Device seconds, estimated tokens, exchanges by status and the best top-rung speedup in a journal."""
-    s = {"device_seconds": 0.0, "tokens": 0, "exchanges": {}, "best": None, "evaluations": 0, "stop": None}
+    s = {"device_seconds": 0.0, "tokens": 0, "exchanges": {}, "best": None, "evaluations": 0, "stop": None,
+         "model": {"proposed": 0, "gated": 0, "rejected": {}, "top": 0, "new_bests": 0, "best": None}}
     if not os.path.exists(path):
         return s
     top = None
+    model = set()  # ids of the model's kernels (proposed with an "llm:..." origin)
+    rejected = {}  # id -> the stage a model kernel was rejected at (the last verdict wins: a resume re-measures)
+    at_top = set()
     with open(path) as f:
         for line in f:
             try:
@@ -82,6 +90,14 @@ def journal_summary(path):
             elif t == "outcome":
                 s["device_seconds"] += e.get("device_seconds", 0.0)
                 s["evaluations"] += 1
+                if e.get("id") in model:
+                    stage = (e.get("verdict") or {}).get("stage", "pass")
+                    if stage != "pass":
+                        rejected[e["id"]] = stage
+                    elif e.get("rung") == top:
+                        at_top.add(e["id"])
+            elif t == "event" and e.get("kind") == "proposed" and e.get("note", "").startswith("llm"):
+                model.add(e.get("id"))
             elif t == "exchange":
                 st = e.get("parse_status") or e.get("status", "?")
                 s["exchanges"][st] = s["exchanges"].get(st, 0) + 1
@@ -90,6 +106,14 @@ def journal_summary(path):
                 s["stop"] = e.get("note", "")
             elif t == "event" and e.get("kind") == "new_best" and e.get("rung") == top and e.get("score"):
                 s["best"] = e["score"].get("speedup")
+                if e.get("id") in model:
+                    s["model"]["new_bests"] += 1
+                    s["model"]["best"] = e["score"].get("speedup")
+    m = s["model"]
+    m["proposed"] = len(model)
+    for stage in rejected.values():
+        m["rejected"][stage] = m["rejected"].get(stage, 0) + 1
+    m["top"] = len(at_top)
     return s
 
 
@@ -97,8 +121,11 @@ def cmd_init(a):
     os.makedirs(a.dir, exist_ok=True)
     if os.path.exists(state_path(a.dir)) and not a.force:
         sys.exit(f"campaign: {a.dir} already holds a campaign (--force to start it again: the journal is kept)")
+    tune_args = list(a.tune_args)
+    if not any(x == "--llm-lag" or x.startswith("--llm-lag=") for x in tune_args):
+        tune_args += ["--llm-lag", str(a.lag)]
     st = {"problem": a.problem, "budget": a.budget, "strategy": a.strategy, "rounds": a.rounds,
-          "kernelbrain": a.kernelbrain, "tune_args": a.tune_args, "history": [], "finished": None}
+          "kernelbrain": a.kernelbrain, "tune_args": tune_args, "history": [], "finished": None}
     save(a.dir, st)
     print(f"campaign {a.dir}: {a.problem}, budget {a.budget}, at most {a.rounds} rounds; next: tools/campaign.py step {a.dir}")
 
@@ -168,6 +195,10 @@ def cmd_status(a):
     print(f"  tokens (estimated: the exchange reports no usage): {s['tokens']}")
     print(f"  evaluations: {s['evaluations']}, device seconds: {s['device_seconds']:.2f}")
     print(f"  best speedup confirmed at the top rung: {s['best'] if s['best'] is not None else '-'}")
+    m = s["model"]
+    rej = ", ".join(f"{k} {v}" for k, v in sorted(m["rejected"].items())) or "none"
+    print(f"  model kernels: {m['proposed']} proposed, rejected: {rej}; {m['top']} measured at the top rung, "
+          f"{m['new_bests']} new bests there" + (f" (best {m['best']})" if m["best"] is not None else ""))
 
 
 def main():
@@ -181,6 +212,10 @@ def main():
     i.add_argument("--rounds", type=int, default=6)
     i.add_argument("--strategy", default="default")
     i.add_argument("--kernelbrain", default=os.environ.get("KERNELBRAIN", "kernelbrain"))
+    i.add_argument("--lag", type=int, default=16,
+                   help="tune --llm-lag for the campaign (default 16, unless the tune arguments give one): the "
+                        "generation requests between sending prompts and needing their answers, so how many "
+                        "prompts a round writes (docs/llm.md, Campaigns)")
     i.add_argument("--force", action="store_true")
     s = sub.add_parser("step")
     s.add_argument("dir")

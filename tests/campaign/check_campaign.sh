@@ -12,9 +12,10 @@ command -v python3 > /dev/null || { echo "skipped: no python3"; exit 77; }
 D=$(mktemp -d)
 trap 'rm -rf "$D"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
-KERNELBRAIN=$K $C init "$D/c" --problem softmax --budget 200evals --rounds 2 -- --backend host --seed 1
+KERNELBRAIN=$K $C init "$D/c" --problem softmax --budget 200evals --rounds 2 --lag 1 -- --backend host --seed 1
 $C step "$D/c" > "$D/step1.txt" || fail "round 1 exited $?"
 grep -q "prompts wait for answers" "$D/step1.txt" || fail "round 1 did not stop for answers: $(cat "$D/step1.txt")"
+grep -q -- "--llm-lag 1" "$D/step1.txt" || fail "the round does not pass --lag 1 on as --llm-lag: $(cat "$D/step1.txt")"
 mapfile -t waiting < <($C pending "$D/c")
 [ ${#waiting[@]} -ge 1 ] || fail "no prompt pending after round 1"
 if $C step "$D/c" > "$D/refused.txt" 2>&1; then fail "a step ran with prompts unanswered"; fi
@@ -48,4 +49,26 @@ echo "device-second budget spent" > "$D/w/next-stop"
 $C step "$D/w" > "$D/wall2.txt" || fail "a round after a wall-ended one did not run: $?"
 if $C step "$D/w" > "$D/wall3.txt" 2>&1; then fail "a step ran after the search's budget ended the campaign"; fi
 grep -q "is finished" "$D/wall3.txt" || fail "the finished campaign's refusal does not say so: $(cat "$D/wall3.txt")"
+# status counts the model's kernels from the journal: proposed, rejected by stage, measured at the top rung,
+# new bests there. A journal written here (a ladder of two rungs) stands in for a search's.
+mkdir -p "$D/s"
+KERNELBRAIN=$D/fake-kb $C init "$D/s" --problem softmax --budget 10s -- --seed 2 > /dev/null
+python3 -c 'import json, sys; sys.exit(json.load(open(sys.argv[1]))["tune_args"] != ["--seed", "2", "--llm-lag", "16"])' \
+  "$D/s/campaign.json" || fail "a campaign does not search at --llm-lag 16 by default: $(cat "$D/s/campaign.json")"
+cat > "$D/s/journal.jsonl" <<'JOURNAL'
+{"type":"header","ladder":"smoke,confirm/0"}
+{"type":"event","kind":"proposed","id":"a","note":"llm:mutate:x"}
+{"type":"event","kind":"proposed","id":"b","note":"llm:explore:x"}
+{"type":"event","kind":"proposed","id":"c","note":"llm:mutate:y"}
+{"type":"event","kind":"proposed","id":"d","note":"expert:f"}
+{"type":"outcome","id":"a","rung":0,"verdict":{"stage":"pass"},"device_seconds":0.5}
+{"type":"outcome","id":"a","rung":1,"verdict":{"stage":"pass"},"device_seconds":1.0}
+{"type":"event","kind":"new_best","id":"a","rung":1,"score":{"speedup":2.5}}
+{"type":"outcome","id":"b","rung":0,"verdict":{"stage":"compile"},"device_seconds":0.0}
+{"type":"outcome","id":"c","rung":0,"verdict":{"stage":"correctness"},"device_seconds":0.1}
+{"type":"outcome","id":"d","rung":1,"verdict":{"stage":"pass"},"device_seconds":1.0}
+JOURNAL
+$C status "$D/s" > "$D/s/status.txt"
+grep -q "model kernels: 3 proposed, rejected: compile 1, correctness 1; 1 measured at the top rung, 1 new bests there (best 2.5)" \
+  "$D/s/status.txt" || fail "status miscounts the model's kernels: $(cat "$D/s/status.txt")"
 echo "campaign rounds: ok"

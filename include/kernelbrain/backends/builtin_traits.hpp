@@ -28,6 +28,33 @@ inline std::string arch_of(problem const& p) {
 
 /// The host backend: C++ candidates compiled and run on this CPU, each in a sandboxed process
 /// (backends/host/evaluator.hpp).
+/// How a host candidate is built and what the CPU it runs on offers, for the answer format: without it
+/// models guess, and spend their answer on run-time dispatch between instruction sets the build already
+/// chose (the first host campaign, bench/runs/2026-12-07-issue29-host-campaign/).
+[[nodiscard]] inline std::string host_compile_note() {
+  std::string s =
+      "Build: the evaluator's default flags are -std=c++20 -O3 -march=native (plus -fPIC -shared), on the "
+      "CPU that runs it";
+#if defined(__x86_64__) || defined(__i386__)
+  std::string isa;
+  auto has = [&isa](bool yes, char const* name) {
+    if (yes) isa += (isa.empty() ? "" : ", ") + std::string(name);
+  };
+  __builtin_cpu_init();
+  has(__builtin_cpu_supports("sse4.2"), "SSE4.2");
+  has(__builtin_cpu_supports("avx"), "AVX");
+  has(__builtin_cpu_supports("avx2"), "AVX2");
+  has(__builtin_cpu_supports("fma"), "FMA");
+  has(__builtin_cpu_supports("avx512f"), "AVX-512F");
+  has(__builtin_cpu_supports("avx512bw"), "AVX-512BW");
+  has(__builtin_cpu_supports("avx512vl"), "AVX-512VL");
+  s += ", which has " + (isa.empty() ? std::string("none of SSE4.2, AVX, AVX2, FMA, AVX-512") : isa) +
+       (__builtin_cpu_supports("avx512f") ? "" : " (no AVX-512)") +
+       ": intrinsics of those sets compile as they are, with no target attributes or run-time dispatch";
+#endif
+  return s + ".\n";
+}
+
 [[nodiscard]] inline backend_traits host_backend_traits() {
   backend_traits t;
   t.name = "host";
@@ -52,7 +79,8 @@ inline std::string arch_of(problem const& p) {
            "<limits>, <immintrin.h>, <thread>, <vector>, <atomic> and \"kernelbrain/evaluate/host_abi.h\"; no "
            "I/O, no system calls, no global state kept between calls; write every output element and never an "
            "input; join every thread you start before returning (at most 4 threads); compile cleanly with -O3 "
-           "and without -ffast-math assumptions about the inputs.\n";
+           "and without -ffast-math assumptions about the inputs.\n\n" +
+           host_compile_note();
   };
   return t;
 }
@@ -70,6 +98,7 @@ inline std::string arch_of(problem const& p) {
   t.device_kind = "cuda";
   t.problems_env = "KERNELBRAIN_CUDA_PROBLEMS";
   t.exports = true;
+  t.profiles = true;
   t.float64_note =
       "not compared here: bench/side_by_side.py --references compares every CUDA reference with float64 (PyTorch)";
   t.answer_format = [](problem const& p) -> std::string {

@@ -27,6 +27,9 @@ struct backend_traits {
   std::string device_kind;
   std::string problems_env;  ///< the environment variable naming a folder of its built-in problems
   bool exports = false;      ///< kernelbrain export turns its kernels into a program and a PyTorch module
+  /// Its evaluators profile at rungs that ask for it and attach a diagnosis (cuda); a prompt about a
+  /// kernel of a backend without a profiler (host) says so rather than promising a diagnosis later.
+  bool profiles = false;
   /// The answer-format section of a prompt for problem `p` (the rules a model's source must follow).
   std::function<std::string(problem const&)> answer_format;
   /// Its fingerprints are another backend's behind its prefix (replay: "replay/" + the recorded one):

@@ -258,7 +258,7 @@ class prompt_builder {
     s += "Shapes (correctness is checked at every one; the time is a weighted geometric mean over the benchmark "
          "tiers; " +
          std::string(wide ? "tier wide is checked, never timed: size no buffer for the timed shapes only; " : "") +
-         "floor = the roofline lower bound on the target machine):\n\n"
+         "floor = the roofline lower bound " + ceilings(p.machine) + "):\n\n" +
          "| shape | dims | tier | weight | floor (us) |\n|---|---|---|---|---|\n";
     for (std::size_t i = 0; i < p.shapes.size(); ++i) {
       auto const& sh = p.shapes[i];
@@ -269,6 +269,16 @@ class prompt_builder {
            (floor > 0 ? num(floor * 1e6) : std::string("-")) + " |\n";
     }
     return s + "\n";
+  }
+
+  /// The problem's roofline ceilings in words, so that a model can read "% of floor" (a host stand-in for a
+  /// GPU problem carries a GPU's ceilings, and its CPU kernels sit at a few percent of them).
+  static std::string ceilings(roofline const& m) {
+    std::string s = "at the problem's ceilings of ";
+    if (m.bytes_per_second > 0) s += num(m.bytes_per_second / 1e9, "%.0f") + " GB/s";
+    if (m.bytes_per_second > 0 && m.flops_per_second > 0) s += " and ";
+    if (m.flops_per_second > 0) s += num(m.flops_per_second / 1e9, "%.0f") + " GFLOP/s";
+    return m.bytes_per_second > 0 || m.flops_per_second > 0 ? s : std::string("(no ceilings given: 0)");
   }
 
   static std::string reference_section(problem const& p) {
@@ -302,7 +312,8 @@ class prompt_builder {
            " | " + (base > 0 && med > 0 ? num(base / med, "%.3g") + "x" : std::string("-")) + " |\n";
     }
     s += "\n";
-    if (m->res) {
+    if (m->res &&
+        (m->res->registers >= 0 || m->res->spill_bytes >= 0 || m->res->shared_bytes >= 0 || m->res->occupancy >= 0)) {
       auto const& res = *m->res;
       s += "Static resources: ";
       s += res.registers >= 0 ? std::to_string(res.registers) + " registers/thread" : std::string("registers ?");
@@ -312,10 +323,24 @@ class prompt_builder {
       s += res.occupancy >= 0 ? ", theoretical occupancy " + num(100.0 * res.occupancy, "%.0f") + "%" : std::string();
       s += "\n\n";
     }
-    if (!m->diagnosis.empty())
+    if (!m->diagnosis.empty()) {
       s += "Profiler diagnosis:\n\n" + m->diagnosis + (m->diagnosis.back() == '\n' ? "\n" : "\n\n");
-    else
-      s += "Profiler diagnosis: none for this kernel (the profiler runs on candidates promoted to the top rung).\n\n";
+    } else if (!backends().traits_of(p).profiles) {
+      s += "Profiler diagnosis: none (the " + backends().traits_of(p).name +
+           " backend has no profiler; the per-shape times and the floors above are what there is).\n\n";
+    } else {
+      // The first rung that profiles (or the top rung), and whether this measurement is below it.
+      std::size_t profiling = v.rungs().empty() ? 0 : v.rungs().size() - 1;
+      for (std::size_t i = 0; i < v.rungs().size(); ++i)
+        if (v.rungs()[i].profile) {
+          profiling = i;
+          break;
+        }
+      s += rung < profiling && profiling < v.rungs().size()
+               ? "Profiler diagnosis: none yet (the profiler runs on candidates promoted to rung '" +
+                     v.rungs()[profiling].name + "').\n\n"
+               : std::string("Profiler diagnosis: none for this kernel (the profiler gave no finding).\n\n");
+    }
     return s;
   }
 
