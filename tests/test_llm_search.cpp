@@ -408,15 +408,23 @@ TEST_CASE("the budget meter stops on LLM tokens") {
   CHECK(m.exhausted() == "LLM token budget spent");
 }
 
-TEST_CASE("prompts: a mutate prompt carries the parent's numbers and diagnosis, a blind one carries neither") {
-  const auto p = load_problem(softmax_dir());
-  budget_meter meter;
+namespace {
+/// A baseline of 2 ms at every shape with a floor of 0.1 ms (the prompt tests' numbers).
+baseline flat_baseline(problem const& p) {
   baseline b;
   for (auto const& s : p.shapes) {
     b.seconds.push_back(2e-3);
     b.weights.push_back(s.weight);
     b.floor_seconds.push_back(1e-4);
   }
+  return b;
+}
+}  // namespace
+
+TEST_CASE("prompts: a mutate prompt carries the parent's numbers and diagnosis, a blind one carries neither") {
+  const auto p = load_problem(softmax_dir());
+  budget_meter meter;
+  const baseline b = flat_baseline(p);
   std::vector<rung> rungs{rung{"smoke", {0}, 3, 1, 1, false, false}, rung{"confirm", {0, 1}, 3, 1, 1, true, true}};
   detail::search_history h(p, rungs, b, meter);
   (void)h.add(make_candidate("seed", {}, "seed", std::nullopt, seed_source()));
@@ -465,12 +473,7 @@ TEST_CASE("prompts: what a prompt says of a missing diagnosis and unknown resour
   // none to come; on CUDA, below the profiling rung, it names the rung; at it, that the profiler found nothing.
   auto prompt_for = [](problem const& p, std::size_t measured_at, resources res) {
     budget_meter meter;
-    baseline b;
-    for (auto const& s : p.shapes) {
-      b.seconds.push_back(2e-3);
-      b.weights.push_back(s.weight);
-      b.floor_seconds.push_back(1e-4);
-    }
+    const baseline b = flat_baseline(p);
     std::vector<rung> rungs{rung{"smoke", {0}, 3, 1, 1, false, false}, rung{"screen", {0}, 3, 1, 1, false, false},
                             rung{"confirm", {0, 1}, 3, 1, 1, true, true}};
     detail::search_history h(p, rungs, b, meter);
