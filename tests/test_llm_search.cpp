@@ -295,6 +295,54 @@ TEST_CASE("model requests are in flight while evaluations are dispatched, and th
   CHECK(r0.used.llm_tokens == 200 * asked0);
 }
 
+namespace {
+/// A baseline of 2 ms at every shape with a floor of 0.1 ms (the prompt tests' numbers).
+baseline flat_baseline(problem const& p) {
+  baseline b;
+  for (auto const& s : p.shapes) {
+    b.seconds.push_back(2e-3);
+    b.weights.push_back(s.weight);
+    b.floor_seconds.push_back(1e-4);
+  }
+  return b;
+}
+}  // namespace
+
+TEST_CASE("a batch without its answers is taken early only when no candidate waits to be measured") {
+  // An exchange whose answers are not written: every reply waits, and taking the batch suspends the search.
+  struct unanswered final : llm::model_client {
+    llm::chat_reply complete(llm::chat_request const&) override {
+      llm::chat_reply r;
+      r.status = llm::call_status::waiting;
+      r.error = "no answer yet";
+      return r;
+    }
+    [[nodiscard]] std::string describe() const override { return "unanswered"; }
+  };
+  const auto p = load_problem(softmax_dir());
+  budget_meter meter;
+  const std::vector<rung> rungs{rung{"smoke", {0}, 3, 1, 1, false, false}};
+  const baseline b = flat_baseline(p);
+  detail::search_history h(p, rungs, b, meter);
+  const auto seed = h.add(make_candidate("seed", {}, "seed", std::nullopt, seed_source()));
+  search_view v(h);
+  llm::llm_generator_options o;
+  o.lag = 3;  // the first batch is due at the fourth call
+  llm::llm_generator g(std::make_shared<unanswered>(), o);
+  proposal_request req;
+  req.mode = generation_mode::explore;
+  req.count = 2;
+  // The seed waits to be measured: nothing is taken, the batches stay in flight, the search goes on.
+  CHECK(g.propose(v, req).empty());
+  CHECK(g.propose(v, req).empty());
+  CHECK(g.batches_in_flight() == 2);
+  // Once nothing waits, a call that would return nothing takes the oldest batch before it is due: its
+  // answers are missing, so the search suspends (it used to, with the seed still unmeasured).
+  REQUIRE(seed);
+  h.take_fresh(*seed);
+  CHECK_THROWS_AS(g.propose(v, req), search_suspended);
+}
+
 TEST_CASE("recorded answers: a prompt the recording lacks suspends the search with the reason") {
   auto c = std::make_shared<llm::recorded_client>(std::vector<model_exchange>{});
   llm::chat_request r;
@@ -407,19 +455,6 @@ TEST_CASE("the budget meter stops on LLM tokens") {
   m.charge_llm(40, 0.1);
   CHECK(m.exhausted() == "LLM token budget spent");
 }
-
-namespace {
-/// A baseline of 2 ms at every shape with a floor of 0.1 ms (the prompt tests' numbers).
-baseline flat_baseline(problem const& p) {
-  baseline b;
-  for (auto const& s : p.shapes) {
-    b.seconds.push_back(2e-3);
-    b.weights.push_back(s.weight);
-    b.floor_seconds.push_back(1e-4);
-  }
-  return b;
-}
-}  // namespace
 
 TEST_CASE("prompts: a mutate prompt carries the parent's numbers and diagnosis, a blind one carries neither") {
   const auto p = load_problem(softmax_dir());

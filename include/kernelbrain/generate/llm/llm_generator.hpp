@@ -12,9 +12,10 @@
 //
 // Overlap: with lag L >= 1 (the default is 1) a batch is sent on a thread of its own and its kernels are
 // taken L propose() calls later (waiting there if the replies are not in yet), or earlier by a call that
-// would otherwise return nothing, so the GPU measures what is queued while the model writes, and the model
-// writes while the GPU measures. Which call takes a batch
-// depends on the call count only, never on when the replies arrive: the search is the same whatever the
+// would otherwise leave the search idle (nothing to propose and no candidate waiting to be measured), so
+// the GPU measures what is queued while the model writes, and the model writes while the GPU measures.
+// Which call takes a batch depends on the call count and the search's state only, never on when the
+// replies arrive: the search is the same whatever the
 // model's latency. What is still in flight when the search stops is taken by settle() (the engine records
 // those kernels and their exchanges; they are not evaluated). lag = 0 waits for each batch in propose().
 //
@@ -100,14 +101,19 @@ class llm_generator {
 
   /// Several requests' prompts as one batch (hybrid_generator: its share of a request and its deferred
   /// parents): the kernels of batches that are due, then this batch sent (or, with lag 0, answered).
-  /// When nothing would come back (no batch due, and `others` false: the caller has nothing else to
-  /// give), the oldest batch in flight is taken early rather than leaving the search idle.
+  /// When the search would otherwise be idle (no batch due, `others` false: the caller has nothing else
+  /// to give, and no candidate waits to be measured), the oldest batch in flight is taken early. While
+  /// candidates wait, the search measures them instead: with an exchange, taking a batch whose answers
+  /// are not written yet suspends the search, and a round would end with measurable work left (a blind
+  /// campaign's round stopped after 4 of its 8 answered kernels). Both depend on the search's state
+  /// only, never on when replies arrive.
   std::vector<candidate> propose_all(search_view const& v, std::span<proposal_request const> reqs,
                                      bool others = false) {
     ++calls_;
     if (stop_) throw model_endpoint_failed(*stop_);
     std::vector<candidate> out;
-    while (!in_flight_.empty() && (in_flight_.front().due <= calls_ || (out.empty() && !others))) {
+    const bool waiting_work = others || !v.fresh().empty();
+    while (!in_flight_.empty() && (in_flight_.front().due <= calls_ || (out.empty() && !waiting_work))) {
       batch b = std::move(in_flight_.front());
       in_flight_.pop_front();
       take(b, out, true);
