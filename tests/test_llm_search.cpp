@@ -306,19 +306,19 @@ baseline flat_baseline(problem const& p) {
   }
   return b;
 }
+/// An exchange whose answers are not written: every reply waits, and taking the batch suspends the search.
+struct unanswered final : llm::model_client {
+  llm::chat_reply complete(llm::chat_request const&) override {
+    llm::chat_reply r;
+    r.status = llm::call_status::waiting;
+    r.error = "no answer yet";
+    return r;
+  }
+  [[nodiscard]] std::string describe() const override { return "unanswered"; }
+};
 }  // namespace
 
 TEST_CASE("a batch without its answers is taken early only when no candidate waits to be measured") {
-  // An exchange whose answers are not written: every reply waits, and taking the batch suspends the search.
-  struct unanswered final : llm::model_client {
-    llm::chat_reply complete(llm::chat_request const&) override {
-      llm::chat_reply r;
-      r.status = llm::call_status::waiting;
-      r.error = "no answer yet";
-      return r;
-    }
-    [[nodiscard]] std::string describe() const override { return "unanswered"; }
-  };
   const auto p = load_problem(softmax_dir());
   budget_meter meter;
   const std::vector<rung> rungs{rung{"smoke", {0}, 3, 1, 1, false, false}};
@@ -340,6 +340,45 @@ TEST_CASE("a batch without its answers is taken early only when no candidate wai
   // answers are missing, so the search suspends (it used to, with the seed still unmeasured).
   REQUIRE(seed);
   h.take_fresh(*seed);
+  CHECK_THROWS_AS(g.propose(v, req), search_suspended);
+}
+
+TEST_CASE("max_waiting: a batch that would put more prompts in flight takes the oldest first") {
+  const auto p = load_problem(softmax_dir());
+  budget_meter meter;
+  const std::vector<rung> rungs{rung{"smoke", {0}, 3, 1, 1, false, false}};
+  const baseline b = flat_baseline(p);
+  detail::search_history h(p, rungs, b, meter);
+  (void)h.add(make_candidate("seed", {}, "seed", std::nullopt, seed_source()));  // waits: no early take
+  search_view v(h);
+  proposal_request req;
+  req.mode = generation_mode::explore;
+  req.count = 2;
+  for (std::size_t cap : {0, 5}) {
+    CAPTURE(cap);
+    llm::llm_generator_options o;
+    o.lag = 8;  // nothing is due within these calls
+    o.max_waiting = cap;
+    llm::llm_generator g(std::make_shared<unanswered>(), o);
+    CHECK(g.propose(v, req).empty());
+    CHECK(g.propose(v, req).empty());
+    CHECK(g.waiting_prompts() == 4);
+    if (cap == 0) {  // no limit: a third batch goes out too
+      CHECK(g.propose(v, req).empty());
+      CHECK(g.waiting_prompts() == 6);
+    } else {  // 4 + 2 > 5: the oldest batch is taken first, and its answers are missing
+      CHECK_THROWS_AS(g.propose(v, req), search_suspended);
+    }
+  }
+  // A batch larger than the limit on its own sends that many prompts; the rest go out with the next call.
+  llm::llm_generator_options o;
+  o.lag = 8;
+  o.max_waiting = 3;
+  llm::llm_generator g(std::make_shared<unanswered>(), o);
+  req.count = 5;
+  CHECK(g.propose(v, req).empty());
+  CHECK(g.waiting_prompts() == 3);
+  req.count = 0;  // nothing new: the two held back are sent once there is room (here: after the first batch)
   CHECK_THROWS_AS(g.propose(v, req), search_suspended);
 }
 

@@ -6,7 +6,8 @@ a coding agent given one prompt file and nothing else. A campaign is a folder ho
 its prompt and answer files and its state (campaign.json), so that it can be driven by hand or by a script
 and picked up again after any interruption:
 
-    tools/campaign.py init  runs/softmax --problem softmax --budget 600s --rounds 6 [--strategy S] [--lag N] [-- TUNE ARGS]
+    tools/campaign.py init  runs/softmax --problem softmax --budget 600s --rounds 6 [--strategy S] [--lag N]
+                            [--max-waiting N] [-- TUNE ARGS]
     tools/campaign.py step  runs/softmax     # run or resume the search until it waits for answers or ends
     tools/campaign.py pending runs/softmax   # the prompt files still without an answer, one path a line
     tools/campaign.py status runs/softmax    # rounds, prompts answered, tokens (estimated), device s, best
@@ -19,7 +20,9 @@ when --rounds rounds have run. `step` refuses to run while prompts are unanswere
 
 A round writes the prompts of the generation requests made before the first of their answers is needed: the
 search's --llm-lag. A campaign sets it to 16 (--lag): at tune's default of 1 a round of the host softmax wrote
-one prompt, at 16 it wrote 6-10, at 32 13-16 (docs/llm.md, Campaigns).
+one prompt, at 16 it wrote 6-10, at 32 13-16 (docs/llm.md, Campaigns). Once the model's kernels win, its share
+of each request grows, and a round at lag 16 wrote 80 prompts; so a campaign also caps the prompts in flight
+at 16 (--max-waiting, tune --llm-max-waiting).
 """
 import argparse
 import datetime
@@ -124,6 +127,8 @@ def cmd_init(a):
     tune_args = list(a.tune_args)
     if not any(x == "--llm-lag" or x.startswith("--llm-lag=") for x in tune_args):
         tune_args += ["--llm-lag", str(a.lag)]
+    if not any(x == "--llm-max-waiting" or x.startswith("--llm-max-waiting=") for x in tune_args):
+        tune_args += ["--llm-max-waiting", str(a.max_waiting)]
     st = {"problem": a.problem, "budget": a.budget, "strategy": a.strategy, "rounds": a.rounds,
           "kernelbrain": a.kernelbrain, "tune_args": tune_args, "history": [], "finished": None}
     save(a.dir, st)
@@ -216,6 +221,9 @@ def main():
                    help="tune --llm-lag for the campaign (default 16, unless the tune arguments give one): the "
                         "generation requests between sending prompts and needing their answers, so how many "
                         "prompts a round writes (docs/llm.md, Campaigns)")
+    i.add_argument("--max-waiting", type=int, default=16,
+                   help="tune --llm-max-waiting for the campaign (default 16, unless the tune arguments give one): "
+                        "the most prompts a round writes, about (0: no limit)")
     i.add_argument("--force", action="store_true")
     s = sub.add_parser("step")
     s.add_argument("dir")

@@ -78,6 +78,12 @@ model_arguments::model_arguments(CLI::App& cmd) {
                  "search does not depend on the model's latency either way)")
       ->group(g)
       ->type_name("N");
+  cmd.add_option("--llm-max-waiting", max_waiting_,
+                 "the most prompts sent and not yet taken (default 0: no limit); past it\n"
+                 "the search waits for the oldest replies (an exchange round writes at\n"
+                 "most about N prompts)")
+      ->group(g)
+      ->type_name("N");
   cmd.add_option("--llm-idle-timeout", idle_timeout_,
                  "streamed replies: most seconds without a byte, waiting for the reply or\n"
                  "within it, before the attempt is retried (default 120; no total limit)")
@@ -136,6 +142,7 @@ model_options model_arguments::finish() const {
   if (o.concurrency == 0 || o.max_tokens == 0)
     throw usage_error("--llm-concurrency and --llm-max-tokens must be at least 1");
   o.lag = static_cast<std::size_t>(std::min<std::uint64_t>(parse_count(lag_, "--llm-lag 1"), 64));
+  o.max_waiting = static_cast<std::size_t>(parse_count(max_waiting_, "--llm-max-waiting 16"));
   o.timeout_seconds = positive_number(timeout_, "--llm-timeout");
   o.idle_timeout_seconds = positive_number(idle_timeout_, "--llm-idle-timeout");
   o.stream = !no_stream_;
@@ -170,6 +177,7 @@ std::shared_ptr<model_setup const> make_model(model_options const& o, std::span<
   setup->options.temperature = o.temperature;
   setup->options.max_tokens = o.max_tokens;
   setup->options.lag = o.lag;
+  setup->options.max_waiting = o.max_waiting;
   setup->options.max_failed_in_a_row = o.max_failures;
   if (o.templates) setup->templates = llm::prompt_templates::from_directory(*o.templates);
   std::shared_ptr<llm::model_client> client;

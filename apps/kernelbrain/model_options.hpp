@@ -27,6 +27,7 @@ struct model_options {
   std::size_t max_tokens = 16384;
   std::size_t concurrency = 4;
   std::size_t lag = 1;                ///< --llm-lag: propose() calls between sending a batch and taking its kernels
+  std::size_t max_waiting = 0;        ///< --llm-max-waiting: prompts sent and not yet taken (0: no limit)
   double timeout_seconds = 300;       ///< --llm-timeout: whole replies, per attempt
   double idle_timeout_seconds = 120;  ///< --llm-idle-timeout: streamed replies, the longest silence
   bool stream = true;                 ///< not --llm-no-stream
@@ -52,7 +53,7 @@ class model_arguments {
 
  private:
   std::string model_, url_, api_, key_env_, temperature_, token_param_,
-      max_failures_ = "8", max_tokens_ = "16384", concurrency_ = "4", lag_ = "1", timeout_ = "300",
+      max_failures_ = "8", max_tokens_ = "16384", concurrency_ = "4", lag_ = "1", max_waiting_ = "0", timeout_ = "300",
       idle_timeout_ = "120", retries_ = "4", price_, ca_file_, exchange_, exchange_wait_, recorded_, templates_;
   bool exchange_wait_given_ = false;
   bool no_stream_ = false;

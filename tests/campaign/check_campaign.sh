@@ -53,8 +53,8 @@ grep -q "is finished" "$D/wall3.txt" || fail "the finished campaign's refusal do
 # new bests there. A journal written here (a ladder of two rungs) stands in for a search's.
 mkdir -p "$D/s"
 KERNELBRAIN=$D/fake-kb $C init "$D/s" --problem softmax --budget 10s -- --seed 2 > /dev/null
-python3 -c 'import json, sys; sys.exit(json.load(open(sys.argv[1]))["tune_args"] != ["--seed", "2", "--llm-lag", "16"])' \
-  "$D/s/campaign.json" || fail "a campaign does not search at --llm-lag 16 by default: $(cat "$D/s/campaign.json")"
+python3 -c 'import json, sys; sys.exit(json.load(open(sys.argv[1]))["tune_args"] != ["--seed", "2", "--llm-lag", "16", "--llm-max-waiting", "16"])' \
+  "$D/s/campaign.json" || fail "a campaign does not search at --llm-lag 16 and --llm-max-waiting 16 by default: $(cat "$D/s/campaign.json")"
 cat > "$D/s/journal.jsonl" <<'JOURNAL'
 {"type":"header","ladder":"smoke,confirm/0"}
 {"type":"event","kind":"proposed","id":"a","note":"llm:mutate:x"}

@@ -70,6 +70,11 @@ struct llm_generator_options {
   /// propose() calls between sending a batch and taking its kernels (0: wait for the replies in the
   /// same call). See "Overlap" above; recorded answers re-run a search only at the lag it ran with.
   std::size_t lag = 1;
+  /// The most prompts sent and not yet taken (0: no limit). A call whose batch would go past it takes the
+  /// oldest batches first (waiting for their replies; with an exchange, suspending the search), and a
+  /// batch larger than the limit alone sends that many and keeps the rest for the next call; so an
+  /// exchange round writes at most this many prompts. Like the lag, a re-run must use the same.
+  std::size_t max_waiting = 0;
 };
 
 class llm_generator {
@@ -123,8 +128,27 @@ class llm_generator {
       return out;
     }
     batch b;
+    // Prompts an earlier call held back (max_waiting) go first, in the order they were built.
+    b.requests = std::exchange(held_.requests, {});
+    b.why = std::exchange(held_.why, {});
     for (auto const& r : reqs) add_prompts(v, r, b);
     if (b.requests.empty()) return out;
+    if (opt_.max_waiting > 0) {
+      while (!in_flight_.empty() && waiting_prompts() + b.requests.size() > opt_.max_waiting) {
+        batch oldest = std::move(in_flight_.front());
+        in_flight_.pop_front();
+        take(oldest, out, true);
+      }
+      // A batch larger than the limit on its own: the rest waits for a later call (nothing is dropped).
+      if (b.requests.size() > opt_.max_waiting) {
+        const auto keep = static_cast<std::ptrdiff_t>(opt_.max_waiting);
+        held_.requests.assign(std::make_move_iterator(b.requests.begin() + keep),
+                              std::make_move_iterator(b.requests.end()));
+        held_.why.assign(std::make_move_iterator(b.why.begin() + keep), std::make_move_iterator(b.why.end()));
+        b.requests.resize(opt_.max_waiting);
+        b.why.resize(opt_.max_waiting);
+      }
+    }
     if (opt_.lag == 0) {
       b.replies = std::async(std::launch::deferred, [c = client_, rs = b.requests] { return c->complete_all(rs); });
       take(b, out, true);
@@ -149,6 +173,12 @@ class llm_generator {
   }
   /// Batches sent and not yet taken.
   [[nodiscard]] std::size_t batches_in_flight() const noexcept { return in_flight_.size(); }
+  /// Prompts sent and not yet taken.
+  [[nodiscard]] std::size_t waiting_prompts() const noexcept {
+    std::size_t n = 0;
+    for (auto const& b : in_flight_) n += b.requests.size();
+    return n;
+  }
 
   /// The exchanges since the last call (the engine charges and journals them).
   std::vector<model_exchange> take_exchanges() { return std::exchange(exchanges_, {}); }
@@ -373,6 +403,7 @@ class llm_generator {
   std::vector<candidate_id> repairs_;
   std::unordered_map<candidate_id, std::size_t> rotation_;
   std::deque<batch> in_flight_;  ///< sent, oldest first
+  batch held_;                   ///< built but not sent: past max_waiting in one batch (sent by the next call)
   std::size_t calls_ = 0;        ///< propose() calls so far
 };
 
