@@ -117,12 +117,19 @@ def find_prep(args):
     return path
 
 
-def all_problem_dirs():
-    out = []
-    for name in sorted(os.listdir(PROBLEMS_DIR)):
-        if os.path.isfile(os.path.join(PROBLEMS_DIR, name, "problem.json")):
-            out.append(os.path.join(PROBLEMS_DIR, name))
-    return out
+UNSEEN_DIR = os.path.join(ROOT, "bench", "unseen")  # the problems at shapes in no example file (make.py there)
+
+
+def problem_dirs_in(root):
+    return [os.path.join(root, n) for n in sorted(os.listdir(root)) if os.path.isfile(os.path.join(root, n, "problem.json"))]
+
+
+def all_problem_dirs(named=None):
+    """The example CUDA problems, or those named (bench/unseen/'s too, by name: softmax_vocab, sdpa_fp16_sweep)."""
+    if not named:
+        return problem_dirs_in(PROBLEMS_DIR)
+    want = set(named)
+    return [d for d in problem_dirs_in(PROBLEMS_DIR) + problem_dirs_in(UNSEEN_DIR) if os.path.basename(d) in want]
 
 
 def prep_command(args, prep, out_dir):
@@ -145,10 +152,7 @@ def prep_command(args, prep, out_dir):
         cmd += ["--points-file", os.path.abspath(args.points_file)]
     if args.points_only:
         cmd.append("--points-only")
-    dirs = all_problem_dirs()
-    if args.problems:
-        want = set(args.problems)
-        dirs = [d for d in dirs if os.path.basename(d) in want]
+    dirs = all_problem_dirs(args.problems)
     return cmd + dirs if dirs else None
 
 
@@ -750,7 +754,8 @@ def main():
     ap.add_argument("--points-only", action="store_true", help="with --point/--points-file: skip families not named")
     ap.add_argument("--random-points", type=int, default=0, help="also N seeded random admitted points per family")
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--problems", type=lambda s: s.split(","), help="comma-separated problem directory names")
+    ap.add_argument("--problems", type=lambda s: s.split(","),
+                    help="comma-separated problem directory names (examples/cuda_problems, or bench/unseen by name)")
     ap.add_argument("--families", type=lambda s: s.split(","), help="substrings of family names to keep")
     ap.add_argument("--shapes", type=lambda s: s.split(","), help="comma-separated shape names")
     ap.add_argument("--tiers", type=lambda s: s.split(","), help="comma-separated tiers (smoke,small,medium,large)")
