@@ -73,12 +73,13 @@ def prompts(d):
 
 def journal_summary(path):
     """Device seconds, estimated tokens, exchanges by status and the best top-rung speedup in a journal."""
-    s = {"device_seconds": 0.0, "tokens": 0, "exchanges": {}, "best": None, "evaluations": 0, "stop": None,
+    s = {"device_seconds": 0.0, "tokens": 0, "exchanges": {}, "asked": {}, "best": None, "evaluations": 0, "stop": None,
          "model": {"proposed": 0, "gated": 0, "rejected": {}, "top": 0, "new_bests": 0, "best": None}}
     if not os.path.exists(path):
         return s
     top = None
     model = set()  # ids of the model's kernels (proposed with an "llm:..." origin)
+    exchanges = {}
     rejected = {}  # id -> the stage a model kernel was rejected at (the last verdict wins: a resume re-measures)
     at_top = set()
     with open(path) as f:
@@ -102,9 +103,9 @@ def journal_summary(path):
             elif t == "event" and e.get("kind") == "proposed" and e.get("note", "").startswith("llm"):
                 model.add(e.get("id"))
             elif t == "exchange":
-                st = e.get("parse_status") or e.get("status", "?")
-                s["exchanges"][st] = s["exchanges"].get(st, 0) + 1
-                s["tokens"] += int(e.get("input_tokens", 0) or 0) + int(e.get("output_tokens", 0) or 0)
+                # One per prompt and occurrence: a resumed run journals again what it takes after the
+                # point it resumed from (the run it supersedes had journaled it too).
+                exchanges[(e.get("key"), e.get("occurrence"))] = e
             elif t == "event" and e.get("kind") == "stopped":
                 s["stop"] = e.get("note", "")
             elif t == "event" and e.get("kind") == "new_best" and e.get("rung") == top and e.get("score"):
@@ -112,6 +113,12 @@ def journal_summary(path):
                 if e.get("id") in model:
                     s["model"]["new_bests"] += 1
                     s["model"]["best"] = e["score"].get("speedup")
+    for e in exchanges.values():
+        st = e.get("parse_status") or e.get("status", "?")
+        s["exchanges"][st] = s["exchanges"].get(st, 0) + 1
+        kind = e.get("purpose", "?").split(":")[0]  # explore, mutate, repair
+        s["asked"][kind] = s["asked"].get(kind, 0) + 1
+        s["tokens"] += int(e.get("input_tokens", 0) or 0) + int(e.get("output_tokens", 0) or 0)
     m = s["model"]
     m["proposed"] = len(model)
     for stage in rejected.values():
@@ -196,7 +203,8 @@ def cmd_status(a):
     print(f"  rounds: {len(st['history'])} of at most {st['rounds']}"
           + (f"; finished: {st['finished']}" if st["finished"] else ""))
     print(f"  prompts: {len(ps)} written, {sum(1 for _, d in ps if d)} answered")
-    print(f"  exchanges journaled: " + (", ".join(f"{k} {v}" for k, v in sorted(s["exchanges"].items())) or "none"))
+    print(f"  exchanges journaled: " + (", ".join(f"{k} {v}" for k, v in sorted(s["exchanges"].items())) or "none")
+          + (" (" + ", ".join(f"{k} {v}" for k, v in sorted(s["asked"].items())) + ")" if s["asked"] else ""))
     print(f"  tokens (estimated: the exchange reports no usage): {s['tokens']}")
     print(f"  evaluations: {s['evaluations']}, device seconds: {s['device_seconds']:.2f}")
     print(f"  best speedup confirmed at the top rung: {s['best'] if s['best'] is not None else '-'}")

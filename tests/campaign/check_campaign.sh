@@ -67,8 +67,13 @@ cat > "$D/s/journal.jsonl" <<'JOURNAL'
 {"type":"outcome","id":"b","rung":0,"verdict":{"stage":"compile"},"device_seconds":0.0}
 {"type":"outcome","id":"c","rung":0,"verdict":{"stage":"correctness"},"device_seconds":0.1}
 {"type":"outcome","id":"d","rung":1,"verdict":{"stage":"pass"},"device_seconds":1.0}
+{"type":"exchange","key":"k1","occurrence":0,"purpose":"mutate:a:x","parse_status":"ok"}
+{"type":"exchange","key":"k2","occurrence":0,"purpose":"repair:c","parse_status":"no_code"}
+{"type":"exchange","key":"k1","occurrence":0,"purpose":"mutate:a:x","parse_status":"ok"}
 JOURNAL
 $C status "$D/s" > "$D/s/status.txt"
 grep -q "model kernels: 3 proposed, rejected: compile 1, correctness 1; 1 measured at the top rung, 1 new bests there (best 2.5)" \
   "$D/s/status.txt" || fail "status miscounts the model's kernels: $(cat "$D/s/status.txt")"
+grep -q "exchanges journaled: no_code 1, ok 1 (mutate 1, repair 1)" "$D/s/status.txt" \
+  || fail "status does not count each exchange once, by kind: $(cat "$D/s/status.txt")"
 echo "campaign rounds: ok"
