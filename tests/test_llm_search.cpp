@@ -349,7 +349,8 @@ TEST_CASE("max_waiting: a batch that would put more prompts in flight takes the 
   const std::vector<rung> rungs{rung{"smoke", {0}, 3, 1, 1, false, false}};
   const baseline b = flat_baseline(p);
   detail::search_history h(p, rungs, b, meter);
-  (void)h.add(make_candidate("seed", {}, "seed", std::nullopt, seed_source()));  // waits: no early take
+  const auto seed = h.add(make_candidate("seed", {}, "seed", std::nullopt, seed_source()));  // waits: no early take
+  REQUIRE(seed);
   search_view v(h);
   proposal_request req;
   req.mode = generation_mode::explore;
@@ -380,6 +381,29 @@ TEST_CASE("max_waiting: a batch that would put more prompts in flight takes the 
   CHECK(g.waiting_prompts() == 3);
   req.count = 0;  // nothing new: the two held back are sent once there is room (here: after the first batch)
   CHECK_THROWS_AS(g.propose(v, req), search_suspended);
+
+  // With answers: the held-back prompts go out with a later call that asks nothing new, and their replies
+  // are parsed as the backend's (a batch of held prompts alone once lost the reply format: no code).
+  struct answering final : llm::model_client {  // a correct kernel, a different one every time
+    std::atomic<int> n{0};
+    llm::chat_reply complete(llm::chat_request const&) override {
+      llm::chat_reply out;
+      out.status = llm::call_status::ok;
+      out.text = "```cpp\n// answer " + std::to_string(n++) + "\n" + seed_source() + "```\n";
+      return out;
+    }
+    [[nodiscard]] std::string describe() const override { return "answering"; }
+  };
+  llm::llm_generator a(std::make_shared<answering>(), o);
+  req.count = 5;
+  CHECK(a.propose(v, req).empty());  // 3 sent, 2 held
+  // No request at all (as the hybrid generator calls when the model has no share): the first 3 are taken
+  // to make room, and the 2 held are sent.
+  CHECK(a.propose_all(v, {}).size() == 3);
+  CHECK(a.waiting_prompts() == 2);
+  h.take_fresh(*seed);  // nothing waits now: the next call takes the held pair early
+  CHECK(a.propose_all(v, {}).size() == 2);
+  for (auto const& x : a.take_exchanges()) CHECK(x.parse_status == "ok");
 }
 
 TEST_CASE("recorded answers: a prompt the recording lacks suspends the search with the reason") {

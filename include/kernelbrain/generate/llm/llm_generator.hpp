@@ -131,6 +131,7 @@ class llm_generator {
     // Prompts an earlier call held back (max_waiting) go first, in the order they were built.
     b.requests = std::exchange(held_.requests, {});
     b.why = std::exchange(held_.why, {});
+    b.expect = held_.expect;  // how their replies are parsed, should no new prompt set it below
     for (auto const& r : reqs) add_prompts(v, r, b);
     if (b.requests.empty()) return out;
     if (opt_.max_waiting > 0) {
@@ -145,6 +146,7 @@ class llm_generator {
         held_.requests.assign(std::make_move_iterator(b.requests.begin() + keep),
                               std::make_move_iterator(b.requests.end()));
         held_.why.assign(std::make_move_iterator(b.why.begin() + keep), std::make_move_iterator(b.why.end()));
+        held_.expect = b.expect;
         b.requests.resize(opt_.max_waiting);
         b.why.resize(opt_.max_waiting);
       }
