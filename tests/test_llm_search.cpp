@@ -26,6 +26,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 #include "cli_helpers.hpp"
 #include "journal_helpers.hpp"
@@ -316,16 +317,21 @@ struct unanswered final : llm::model_client {
   }
   [[nodiscard]] std::string describe() const override { return "unanswered"; }
 };
+/// A search of softmax at one smoke rung whose only candidate, the seed, waits to be measured.
+struct seed_waiting {
+  problem p = load_problem(softmax_dir());
+  budget_meter meter;
+  std::vector<rung> rungs{rung{"smoke", {0}, 3, 1, 1, false, false}};
+  baseline b = flat_baseline(p);
+  detail::search_history h{p, rungs, b, meter};
+  std::optional<std::size_t> seed = h.add(make_candidate("seed", {}, "seed", std::nullopt, seed_source()));
+  search_view v{h};
+};
 }  // namespace
 
 TEST_CASE("a batch without its answers is taken early only when no candidate waits to be measured") {
-  const auto p = load_problem(softmax_dir());
-  budget_meter meter;
-  const std::vector<rung> rungs{rung{"smoke", {0}, 3, 1, 1, false, false}};
-  const baseline b = flat_baseline(p);
-  detail::search_history h(p, rungs, b, meter);
-  const auto seed = h.add(make_candidate("seed", {}, "seed", std::nullopt, seed_source()));
-  search_view v(h);
+  seed_waiting f;
+  auto [v, h, seed] = std::tie(f.v, f.h, f.seed);  // references into f
   llm::llm_generator_options o;
   o.lag = 3;  // the first batch is due at the fourth call
   llm::llm_generator g(std::make_shared<unanswered>(), o);
@@ -344,14 +350,9 @@ TEST_CASE("a batch without its answers is taken early only when no candidate wai
 }
 
 TEST_CASE("max_waiting: a batch that would put more prompts in flight takes the oldest first") {
-  const auto p = load_problem(softmax_dir());
-  budget_meter meter;
-  const std::vector<rung> rungs{rung{"smoke", {0}, 3, 1, 1, false, false}};
-  const baseline b = flat_baseline(p);
-  detail::search_history h(p, rungs, b, meter);
-  const auto seed = h.add(make_candidate("seed", {}, "seed", std::nullopt, seed_source()));  // waits: no early take
+  seed_waiting f;                                  // the seed waits: no early take
+  auto [v, h, seed] = std::tie(f.v, f.h, f.seed);  // references into f
   REQUIRE(seed);
-  search_view v(h);
   proposal_request req;
   req.mode = generation_mode::explore;
   req.count = 2;

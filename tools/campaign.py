@@ -74,7 +74,7 @@ def prompts(d):
 def journal_summary(path):
     """Device seconds, estimated tokens, exchanges by status and the best top-rung speedup in a journal."""
     s = {"device_seconds": 0.0, "tokens": 0, "exchanges": {}, "asked": {}, "best": None, "evaluations": 0, "stop": None,
-         "model": {"proposed": 0, "gated": 0, "rejected": {}, "top": 0, "new_bests": 0, "best": None}}
+         "model": {"proposed": 0, "rejected": {}, "top": 0, "new_bests": 0, "best": None}}
     if not os.path.exists(path):
         return s
     top = None
@@ -132,10 +132,9 @@ def cmd_init(a):
     if os.path.exists(state_path(a.dir)) and not a.force:
         sys.exit(f"campaign: {a.dir} already holds a campaign (--force to start it again: the journal is kept)")
     tune_args = list(a.tune_args)
-    if not any(x == "--llm-lag" or x.startswith("--llm-lag=") for x in tune_args):
-        tune_args += ["--llm-lag", str(a.lag)]
-    if not any(x == "--llm-max-waiting" or x.startswith("--llm-max-waiting=") for x in tune_args):
-        tune_args += ["--llm-max-waiting", str(a.max_waiting)]
+    for option, value in (("--llm-lag", a.lag), ("--llm-max-waiting", a.max_waiting)):  # the campaign's defaults
+        if not any(x == option or x.startswith(option + "=") for x in tune_args):
+            tune_args += [option, str(value)]
     st = {"problem": a.problem, "budget": a.budget, "strategy": a.strategy, "rounds": a.rounds,
           "kernelbrain": a.kernelbrain, "tune_args": tune_args, "history": [], "finished": None}
     save(a.dir, st)

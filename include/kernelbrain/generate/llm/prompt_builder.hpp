@@ -325,8 +325,8 @@ class prompt_builder {
     }
     if (!m->diagnosis.empty()) {
       s += "Profiler diagnosis:\n\n" + m->diagnosis + (m->diagnosis.back() == '\n' ? "\n" : "\n\n");
-    } else if (!backends().traits_of(p).profiles) {
-      s += "Profiler diagnosis: none (the " + backends().traits_of(p).name +
+    } else if (auto const traits = backends().traits_of(p); !traits.profiles) {
+      s += "Profiler diagnosis: none (the " + traits.name +
            " backend has no profiler; the per-shape times and the floors above are what there is).\n\n";
     } else {
       // The first rung that profiles (or the top rung), and whether this measurement is below it.
