@@ -155,7 +155,9 @@ def cmd_step(a):
         sys.exit(f"campaign: {a.dir} has run its {st['rounds']} rounds")
     journal = os.path.join(a.dir, "journal.jsonl")
     cmd = [st["kernelbrain"], "tune", st["problem"], "--strategy", st["strategy"], "--budget", st["budget"],
-           "--exchange", os.path.join(a.dir, "exchange"), "--journal", journal] + st["tune_args"]
+           "--exchange", os.path.join(a.dir, "exchange"), "--journal", journal,
+           # Each round leaves the best kernel of every shape so far, in bench/side_by_side.py's format.
+           "--best-out", os.path.join(a.dir, "best.json")] + st["tune_args"]
     if os.path.exists(journal) and os.path.getsize(journal) > 0:
         cmd.append("--resume")
     n = len(st["history"]) + 1

@@ -2,7 +2,8 @@
 # tools/campaign.py drives exchange rounds (issue 29, item 1): on the host backend's softmax, a campaign is
 # made, a round stops with prompts waiting, a step is refused while they are unanswered, an answer with no
 # code is put in place (a test of the plumbing, not a model's answer), the next round resumes the journal
-# and journals that exchange as no_code, and the round limit ends the campaign.
+# and journals that exchange as no_code, and the round limit ends the campaign. Each round leaves
+# best.json (the best kernel of each shape, bench/side_by_side.py's format).
 #   check_campaign.sh KERNELBRAIN
 set -euo pipefail
 K=$1
@@ -16,6 +17,8 @@ KERNELBRAIN=$K $C init "$D/c" --problem softmax --budget 200evals --rounds 2 --l
 $C step "$D/c" > "$D/step1.txt" || fail "round 1 exited $?"
 grep -q "prompts wait for answers" "$D/step1.txt" || fail "round 1 did not stop for answers: $(cat "$D/step1.txt")"
 grep -q -- "--llm-lag 1" "$D/step1.txt" || fail "the round does not pass --lag 1 on as --llm-lag: $(cat "$D/step1.txt")"
+python3 -c 'import json,sys; k=json.load(open(sys.argv[1]))["kernels"]; assert k and all(x["source"] for x in k), k' \
+  "$D/c/best.json" || fail "round 1 left no best.json with the best kernel of each shape"
 mapfile -t waiting < <($C pending "$D/c")
 [ ${#waiting[@]} -ge 1 ] || fail "no prompt pending after round 1"
 if $C step "$D/c" > "$D/refused.txt" 2>&1; then fail "a step ran with prompts unanswered"; fi
