@@ -11,6 +11,7 @@
 #include <fstream>
 #include <kernelbrain/backends/builtin.hpp>
 #include <kernelbrain/backends/registry.hpp>
+#include <kernelbrain/core/expr.hpp>
 #include <kernelbrain/generate/llm/prompt_builder.hpp>
 #include <kernelbrain/generate/llm/reply_parser.hpp>
 #include <kernelbrain/io/journal.hpp>
@@ -304,4 +305,27 @@ TEST_CASE("backend registry: the built-in backends' traits are what the library 
 
   CHECK_FALSE(backends().isolation("host").empty());
   CHECK(backends().isolation("cuda").empty());
+}
+
+TEST_CASE("backend registry: what the CUDA answer format says of plan expressions is what the evaluator does") {
+  // Models write launch plans from this text alone, so each claim it makes is checked against
+  // evaluate_expression: truncating / and %, comparisons as 0 or 1, two-argument min and max, nesting.
+  problem p;
+  p.backend = "cuda";
+  p.options["arch"] = "sm_90";
+  const std::string text = backends().traits("cuda").answer_format(p);
+  for (const char* claim : {"/ and % truncate as in C", "(< <= > >= == != give 0 or 1)", "min(a, b)", "max(a, b)",
+                            "ceil_div(a, b)", "nested as deep as needed", "[1, 1, 1] or none is an ordinary launch"})
+    CHECK_MESSAGE(text.find(claim) != std::string::npos, claim);
+  const auto dims = [](std::string_view n) -> std::optional<std::int64_t> {
+    if (n == "D") return 1030;
+    if (n == "M") return 130;
+    return std::nullopt;
+  };
+  CHECK(evaluate_expression("7 / 2 + -7 / 2", dims) == 0);  // 3 + (-3): truncation toward zero
+  CHECK(evaluate_expression("-7 % 2", dims) == -1);
+  CHECK(evaluate_expression("(M > 128) + (M == 130) + (M != 130)", dims) == 2);
+  CHECK(evaluate_expression("min(max(D - 128, 0), 1) * ceil_div(M, 64)", dims) == 3);
+  CHECK(evaluate_expression("ceil_div(M, min(64, max(ceil_div(M, 8), 2)))", dims) == 8);
+  CHECK_THROWS_AS((void)evaluate_expression("min(1, 2, 3)", dims), error);  // two arguments, as the text says
 }

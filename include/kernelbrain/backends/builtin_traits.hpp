@@ -116,8 +116,11 @@ inline std::string arch_of(problem const& p) {
            "bytes.\n\n"
            "Launch plan: {\"scratch\": [{\"name\", \"size\", \"dtype\"}] (optional), \"launches\": [{\"kernel\", "
            "\"grid\": [3 exprs], \"block\": [3 exprs], \"smem\": expr (default \"0\"), \"cluster\": [3 exprs] "
-           "(optional, at most 8 blocks, dividing the grid), \"args\": [names]}]}. Expressions are strings over "
-           "the shape's dims with + - * / % and ceil_div(a, b), min, max, or JSON integers. args name inputs, "
+           "(optional, at most 8 blocks, dividing the grid; [1, 1, 1] or none is an ordinary launch), \"args\": "
+           "[names]}]}. Every size (grid, block, smem, cluster, scratch) is a JSON integer or a string: a 64-bit "
+           "integer expression over the shape's dims with + - * / % (/ and % truncate as in C), comparisons "
+           "(< <= > >= == != give 0 or 1), parentheses and the two-argument functions ceil_div(a, b), min(a, b) "
+           "and max(a, b), nested as deep as needed. args name inputs, "
            "outputs, scratch buffers (element counts in size; dtype f32 or f16; uninitialised: write before "
            "reading) or dims. Launches run in order on one stream. Dynamic shared memory above 48 KB is "
            "allowed (the runner opts in).\n";
