@@ -205,6 +205,30 @@ TEST_CASE("replay: the space is the recorded points, and a changed problem is re
   CHECK_THROWS_WITH_AS(kb::replay_evaluator(r, other), doctest::Contains("not 'other'"), kb::error);
 }
 
+TEST_CASE("replay: a kernel adopted after the recording leaves it valid, and is not in the replayed space") {
+  const auto p = small_problem();
+  const auto r = small_recording(p);
+  auto adopted = p;  // what kernelbrain adopt adds: a fixed entry with provenance
+  kb::expert_hint h;
+  h.name = "llm-1ea3671d";
+  h.prose = "a model's kernel";
+  h.provenance = R"({"candidate":"1ea3671d870365f7"})";
+  kb::kernel_template t;
+  t.source = "kernel adopted";
+  t.launch = "{}";
+  h.templ = t;
+  adopted.catalogue.push_back(h);
+  CHECK(kb::problem_digest(adopted) == kb::problem_digest(p));
+  const auto rp = kb::replay_problem(adopted, r);
+  REQUIRE(rp.catalogue.size() == 2);
+  CHECK(rp.catalogue[0].templ.has_value());
+  CHECK_FALSE(rp.catalogue[1].templ.has_value());  // no recorded point: never proposed in replay
+  // The same entry without provenance is a template the recording did not see: refused.
+  adopted.catalogue[1].provenance.clear();
+  CHECK_THROWS_WITH_AS((void)kb::replay_problem(adopted, r), doctest::Contains("changed since it was recorded"),
+                       kb::error);
+}
+
 TEST_CASE("replay: verdicts, samples, noise per seed, A/B and costs come from the recording") {
   const auto p = small_problem();
   const auto r = small_recording(p);

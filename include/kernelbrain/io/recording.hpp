@@ -76,8 +76,9 @@ struct recording {
 };
 
 /// A digest of what a recording depends on in `p`: name, shapes (names, dims, weights, tiers),
-/// tolerance, reference, and every template's source, launch and space. Replay refuses a recording
-/// whose digest differs from the problem it is asked to replay.
+/// tolerance, reference, and every template's source, launch and space, except the catalogue entries
+/// `kernelbrain adopt` added (those with provenance): adopting a model's kernel leaves the problem's
+/// recordings valid. Replay refuses a recording whose digest differs from the problem it is asked to replay.
 [[nodiscard]] KERNELBRAIN_DECL std::uint64_t problem_digest(problem const& p);
 /// The content key of an instantiated template: a hash of its source and launch plan text.
 [[nodiscard]] KERNELBRAIN_DECL std::uint64_t content_key(candidate const& c);
