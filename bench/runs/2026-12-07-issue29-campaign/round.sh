@@ -4,7 +4,7 @@
 # $OUT/campaigns.tgz (extract over bench/runs/2026-12-07-issue29-campaign/ here). ROUND_TIMEOUT: seconds
 # per campaign step (default 170). CALL_SECONDS (default 580): a step is not started unless ROUND_TIMEOUT
 # seconds are left before it (the device call's limit), so a call never cuts a step short; the campaigns left
-# over are named at the end.
+# over are named at the end. STEP_FORCE=1: step with the answers there are (some prompts unanswered).
 #   bash bench/runs/2026-12-07-issue29-campaign/round.sh linear_relu_div sdpa_fp16
 set -u
 ROOT=$(pwd)
@@ -18,7 +18,7 @@ LEFT=()
 for p in "$@"; do
   if [ $(( $(date +%s) - T0 + ${ROUND_TIMEOUT:-170} )) -gt "${CALL_SECONDS:-580}" ]; then LEFT+=("$p"); continue; fi
   export KERNELBRAIN_CACHE_DIR=$OUT/cache-$p
-  timeout "${ROUND_TIMEOUT:-170}" python3 tools/campaign.py step "$C/$p"
+  timeout "${ROUND_TIMEOUT:-170}" python3 tools/campaign.py step ${STEP_FORCE:+--force} "$C/$p"
   echo "step $p rc $?"
   python3 tools/campaign.py status "$C/$p" | tail -12
   tar czf "$OUT/campaigns.tgz" -C "$C" "$@"  # after each step: a call cut short keeps what was done
