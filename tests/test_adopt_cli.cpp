@@ -14,6 +14,7 @@
 #include <vector>
 #include "cli_helpers.hpp"
 #include "journal_helpers.hpp"
+#include "journal_lines.hpp"
 #include "temp_dir.hpp"
 
 #ifdef KB_CLI_PATH
@@ -28,6 +29,7 @@ namespace {
 
 namespace fs = std::filesystem;
 namespace json = boost::json;
+using namespace kb_test::journal_lines;
 
 const std::string plan_text =
     R"({"launches":[{"kernel":"softmax_adopted","grid":["R","1","1"],"block":["256","1","1"],"smem":"0",)"
@@ -52,72 +54,6 @@ struct journal_fixture {
   kernelbrain::candidate c =  // answered through --exchange: no model name
       kernelbrain::make_candidate("llm", {}, "llm:explore:cluster-row", std::nullopt, source_c, plan_text);
 };
-
-json::object candidate_json(kernelbrain::candidate const& c) {
-  json::object params;
-  for (auto const& [name, value] : c.params) params[name] = value;
-  return {{"family", c.family},
-          {"params", std::move(params)},
-          {"source", c.source},
-          {"launch", c.launch},
-          {"parent", c.parent ? json::value(c.parent->str()) : json::value(nullptr)},
-          {"origin", c.origin}};
-}
-
-std::string event_line(std::uint64_t seq, std::string const& kind, kernelbrain::candidate const& c, std::size_t rung,
-                       double value = 0) {
-  json::object o{{"type", "event"},  {"seq", seq},
-                 {"kind", kind},     {"id", c.id.str()},
-                 {"rung", rung},     {"verdict", json::object{{"stage", "pass"}, {"detail", ""}}},
-                 {"score", nullptr}, {"note", kind == "proposed" ? c.origin : ""}};
-  if (kind == "measured") o["score"] = json::object{{"value", value}, {"speedup", value}};
-  if (kind == "proposed") o["candidate"] = candidate_json(c);
-  return json::serialize(o) + "\n";
-}
-
-std::string exchange_line(std::uint64_t seq, std::string const& key, std::string const& model,
-                          kernelbrain::candidate const& c) {
-  json::object o{{"type", "exchange"},
-                 {"seq", seq},
-                 {"key", key},
-                 {"occurrence", 0},
-                 {"purpose", "explore:x"},
-                 {"system", "sys"},
-                 {"user", "usr"},
-                 {"reply", "```cuda\n" + c.source + "\n```"},
-                 {"status", "ok"},
-                 {"input_tokens", 10},
-                 {"output_tokens", 20},
-                 {"estimated", model == "exchange"},
-                 {"cost", 0.0},
-                 {"latency_seconds", 1.0},
-                 {"attempts", 1},
-                 {"model", model},
-                 {"finish_reason", "stop"},
-                 {"error", ""},
-                 {"parse_status", "ok"},
-                 {"repairs", json::array{}},
-                 {"parse_message", ""},
-                 {"candidate", c.id.str()},
-                 {"parent", nullptr}};
-  return json::serialize(o) + "\n";
-}
-
-std::string header_line(std::string const& problem) {
-  json::object budget{{"device_seconds", 60.0}, {"wall_seconds", 0.0}, {"evaluations", 0},
-                      {"candidates", 0},        {"llm_tokens", 0},     {"llm_cost", 0.0}};
-  json::object o{{"type", "header"},
-                 {"format", 1},
-                 {"kernelbrain", "0.0"},
-                 {"date", "2026-11-30T08:15:00Z"},
-                 {"problem", problem},
-                 {"strategy", "default"},
-                 {"seed", 1},
-                 {"evaluator", "cuda/test"},
-                 {"ladder", "smoke,screen,confirm/0123abcd"},
-                 {"budget", std::move(budget)}};
-  return json::serialize(o) + "\n";
-}
 
 /// The journal of a search with a model: the catalogue's candidate scores best at the top rung, b best
 /// of all but only at the screen rung, a best of the model's at the top rung, c below it.

@@ -330,6 +330,9 @@ TEST_CASE("cli: usage errors exit with code 2 and a message naming the argument"
   check_usage_error({"tune", "synthetic", "--budget", "5parsecs"}, {"--budget", "unknown unit 'parsecs'"}, dir);
   check_usage_error({"tune", "synthetic", "--budget=abc"}, {"--budget", "does not start with a number"}, dir);
   check_usage_error({"tune", "synthetic", "--budget", "10evals,20evals"}, {"--budget", "evaluation limit twice"}, dir);
+  check_usage_error({"tune", "synthetic", "--budget", "0answers"}, {"--budget", "allows no answer"}, dir);
+  check_usage_error({"tune", "synthetic", "--budget", "2answers,3answers"}, {"--budget", "model-answer limit twice"},
+                    dir);
   check_usage_error({"tune", "synthetic", "--budget", "10evals,,2m"}, {"--budget", "empty limit"}, dir);
   check_usage_error({"tune", "synthetic", "--budget", "10evals,3gtokens"}, {"--budget", "unknown unit"}, dir);
   check_usage_error({"tune", "synthetic", "--budget", "$5x"}, {"--budget", "no unit after it"}, dir);

@@ -91,7 +91,8 @@ struct run_record {
 };
 
 run_record run_search(problem const& p, std::shared_ptr<llm::model_client> client, fs::path const& journal_path,
-                      std::optional<resume_state> measurements = std::nullopt, std::uint64_t evals = 48) {
+                      std::optional<resume_state> measurements = std::nullopt, std::uint64_t evals = 48,
+                      std::uint64_t answers = 0) {
   auto setup = std::make_shared<model_setup>();
   setup->client = std::move(client);
   auto policies = builtin_strategies(setup).make("default", p, strategy_options::parse("explore_batch=4"));
@@ -99,6 +100,7 @@ run_record run_search(problem const& p, std::shared_ptr<llm::model_client> clien
   search_options so;
   so.seed = 3;
   so.limits.evaluations = evals;
+  so.limits.llm_answers = answers;
   const auto rungs = policies.ladder.rungs();
   const run_header header{p.name, "default+model", so.seed, ev.fingerprint(),
                           ladder_digest(std::vector<rung>(rungs.begin(), rungs.end()))};
@@ -508,6 +510,47 @@ TEST_CASE("a suspended exchange search resumes without re-running anything") {
   CHECK(kb_test::summary(r.out, "stop reason") == "evaluation budget spent");
 }
 #endif
+
+TEST_CASE("the budget meter stops on model answers, and only answered prompts count") {
+  budget b;
+  b.llm_answers = 2;
+  budget_meter m(b);
+  m.charge_llm(500, 0);  // a call that failed: tokens, no answer
+  CHECK(m.exhausted().empty());
+  m.charge_answer();
+  CHECK(m.exhausted().empty());
+  CHECK(m.progress() == doctest::Approx(0.5));
+  m.charge_answer();
+  CHECK(m.exhausted() == "model-answer budget spent");
+  model_exchange x;
+  for (auto [status, yes] :
+       {std::pair{"ok", true}, {"cut", true}, {"failed", false}, {"waiting", false}, {"cancelled", false}}) {
+    x.status = status;
+    CHECK_MESSAGE(answered(x) == yes, status);
+  }
+}
+
+TEST_CASE("a search with a model answer budget stops there, with the answers journaled") {
+  kb_test::temp_dir dir("llm-answer-budget");
+  const auto p = load_problem(softmax_dir());
+  loopback_server server([&](received_request const& r) {
+    return server_action::openai(scripted_answer(r.prompt_text()), "stop", usage_counts{100, 20});
+  });
+  llm::http_client_options h;
+  h.base_url = server.url();
+  h.model = "scripted";
+  h.concurrency = 1;
+  const std::uint64_t limit = 3;
+  auto run = run_search(p, llm::make_http_client(h), dir / "answers.jsonl", std::nullopt, 400, limit);
+  CHECK(run.result.stop_reason == "model-answer budget spent");
+  std::uint64_t answers = 0;
+  for (auto const& x : run.journal.exchanges) answers += answered(x.x) ? 1 : 0;
+  CHECK(run.result.used.llm_answers == answers);
+  // Replies already on their way when the limit is reached are kept, not thrown away (one at a time here).
+  CHECK(answers >= limit);
+  CHECK(answers <= limit + 1);
+  CHECK(run.journal.limits.llm_answers == limit);  // the journal's budget says so, for a resume
+}
 
 TEST_CASE("the budget meter stops on LLM tokens") {
   budget b;

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 #include "journal_helpers.hpp"
+#include "journal_lines.hpp"
 #include "temp_dir.hpp"
 
 using namespace kernelbrain;
@@ -148,6 +149,68 @@ TEST_CASE("report data: journals of two strategies, the curves, funnels, best ke
   CHECK(p.at("lineage").is_object());
   // A row per candidate of every journal.
   CHECK(p.at("rows").as_array().size() == candidates);
+}
+
+namespace {
+
+/// The marked points (each a new level) of a curve, as (x, y).
+std::vector<std::pair<double, double>> steps(json::value const& curve) {
+  std::vector<std::pair<double, double>> out;
+  for (auto const& p : curve.at("median").as_array())
+    if (p.as_object().contains("m")) out.emplace_back(p.at("x").to_number<double>(), p.at("y").to_number<double>());
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("report data: with a model in the loop, the curves against tokens, answered prompts and rounds") {
+  using namespace kb_test::journal_lines;
+  temp_dir dir("report_model_axes");
+  const auto plan = R"({"launches":[]})";
+  const auto expert = make_candidate("warp", {{"W", 2}}, "expert:warp", std::nullopt, "e", plan);
+  const auto a = make_candidate("llm", {}, "llm:mutate", expert.id, "a", plan);
+  const auto c = make_candidate("llm", {}, "llm:mutate", a.id, "c", plan);
+  // Three rounds: the expert's kernel; a model reply (150 tokens) and a failed call, then a resume and a's
+  // measurement; another reply (300 tokens), a resume and c's measurement.
+  const auto with_model = dir / "model.jsonl";
+  spit(with_model,
+       header_line("softmax") + event_line(1, "proposed", expert, 0) + event_line(2, "measured", expert, 2, 3.0) +
+           event_line(3, "new_best", expert, 2, 3.0) + event_line(4, "proposed", a, 0) +
+           event_line(5, "model_reply", a, 0) + exchange_line(5, "key-a", "exchange", a, {"ok", 100, 50}) +
+           event_line(6, "model_reply", expert, 0) + exchange_line(6, "key-f", "exchange", expert, {"failed", 0, 0}) +
+           resume_line(6) + event_line(7, "measured", a, 2, 4.0) + event_line(8, "new_best", a, 2, 4.0) +
+           event_line(9, "proposed", c, 0) + event_line(10, "model_reply", c, 0) +
+           exchange_line(10, "key-c", "exchange", c, {"ok", 200, 100}) + resume_line(10) +
+           event_line(11, "measured", c, 2, 5.0) + event_line(12, "new_best", c, 2, 5.0));
+  const auto without = dir / "plain.jsonl";
+  spit(without, header_line("softmax", "other") + event_line(1, "proposed", expert, 0) +
+                    event_line(2, "measured", expert, 2, 3.0) + event_line(3, "new_best", expert, 2, 3.0));
+
+  // The reader says which segment (round) wrote each event and exchange.
+  const auto contents = read_journal(with_model);
+  REQUIRE(contents.segments == 3);
+  std::vector<std::size_t> segments;
+  for (auto const& je : contents.events) segments.push_back(je.segment);
+  CHECK(segments == std::vector<std::size_t>{1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3});
+  REQUIRE(contents.exchanges.size() == 3);
+  CHECK(contents.exchanges[2].segment == 2);
+
+  const auto journals = report::read_journals({with_model.string(), without.string()});
+  const auto data = report::report_data(journals, "T", "2026-01-02T03:04:05Z", "3.9.1");
+  auto const& groups = data.at("problems").as_array().at(0).at("groups").as_array();
+  REQUIRE(groups.size() == 2);
+  auto const& g = groups[0].as_object();
+  REQUIRE(g.contains("progress_model"));
+  auto const& by = g.at("progress_model");
+  using steps_t = std::vector<std::pair<double, double>>;
+  // Tokens and answers count an exchange from its model_reply on; a failed call is no answer.
+  CHECK(steps(by.at("tokens")) == steps_t{{0, 3}, {150, 4}, {450, 5}});
+  CHECK(steps(by.at("answers")) == steps_t{{0, 3}, {1, 4}, {2, 5}});
+  CHECK(steps(by.at("rounds")) == steps_t{{1, 3}, {2, 4}, {3, 5}});
+  // The device-second curve is still there (these lines have no outcomes: every step at 0 s, the last level
+  // shown); a group whose journals hold no exchange has no model curves.
+  CHECK(steps(g.at("progress")) == steps_t{{0, 5}});
+  CHECK_FALSE(groups[1].as_object().contains("progress_model"));
 }
 
 TEST_CASE("report data: journals refused with the file named") {

@@ -70,7 +70,8 @@ namespace {
 void parse_one_limit(std::string_view whole, std::string_view text, budget& b) {
   constexpr char const* units =
       "s, m or h (device time), evals (evaluations), cands (candidates proposed, model exchanges that gave none "
-      "included), tokens (LLM tokens; k and M allowed: 2Mtokens) or a cost written $5";
+      "included), answers (prompts the model answered), tokens (LLM tokens; k and M allowed: 2Mtokens) or a cost "
+      "written $5";
   const bool cost = text.starts_with('$');
   if (cost) text.remove_prefix(1);
   const auto unit_at = text.find_first_not_of("0123456789.");
@@ -92,6 +93,12 @@ void parse_one_limit(std::string_view whole, std::string_view text, budget& b) {
     if (b.candidates != 0) throw usage_error(fmt::format("'{}' gives a candidate limit twice", whole));
     b.candidates = parse_count(number, "--budget 200cands");
     if (b.candidates == 0) throw usage_error(fmt::format("'{}' allows no candidate: give at least 1cands", whole));
+    return;
+  }
+  if (unit == "answers") {
+    if (b.llm_answers != 0) throw usage_error(fmt::format("'{}' gives a model-answer limit twice", whole));
+    b.llm_answers = parse_count(number, "--budget 40answers");
+    if (b.llm_answers == 0) throw usage_error(fmt::format("'{}' allows no answer: give at least 1answers", whole));
     return;
   }
   double value = 0;

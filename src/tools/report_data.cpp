@@ -15,6 +15,7 @@
 #include <kernelbrain/io/json_codec.hpp>
 #include <kernelbrain/io/problem_loader.hpp>
 #include <kernelbrain/version.hpp>
+#include <limits>
 #include <map>
 #include <optional>
 #include <set>
@@ -43,6 +44,7 @@ std::string budget_text(budget const& b) {
   if (b.evaluations > 0) parts.push_back(fmt::format("{} evaluations", b.evaluations));
   if (b.candidates > 0) parts.push_back(fmt::format("{} candidates", b.candidates));
   if (b.llm_tokens > 0) parts.push_back(fmt::format("{} LLM tokens", b.llm_tokens));
+  if (b.llm_answers > 0) parts.push_back(fmt::format("{} model answers", b.llm_answers));
   if (b.llm_cost > 0) parts.push_back(fmt::format("{:g} LLM cost", b.llm_cost));
   if (parts.empty()) return "unlimited";
   std::string out;
@@ -63,9 +65,32 @@ struct candidate_facts {
   double device_seconds = 0;                      ///< over its outcomes, each (rung) once
 };
 
-/// A new incumbent: when (cumulative device seconds), its speed-up, and the rung it was measured at.
+/// What a progress curve is drawn against: device seconds, or the model's side of a run (tokens spent,
+/// prompts answered, rounds: run segments, one per resume, as a campaign steps).
+enum class progress_axis { device_seconds, tokens, answers, rounds };
+
+/// A point on an axis, or a run's extent along it.
+struct axis_values {
+  double device_seconds = 0, tokens = 0, answers = 0, rounds = 0;
+  [[nodiscard]] double at(progress_axis a) const {
+    switch (a) {
+      case progress_axis::tokens:
+        return tokens;
+      case progress_axis::answers:
+        return answers;
+      case progress_axis::rounds:
+        return rounds;
+      case progress_axis::device_seconds:
+        break;
+    }
+    return device_seconds;
+  }
+};
+
+/// A new incumbent: when (on every axis, cumulative), its speed-up, and the rung it was measured at.
 struct progress_point {
-  double x = 0, y = 0;
+  axis_values when;
+  double y = 0;
   std::size_t rung = 0;
 };
 
@@ -77,7 +102,9 @@ struct analysis {
   std::vector<candidate_id> order;  ///< candidates in the order they were proposed
   std::unordered_map<candidate_id, candidate_facts> facts;
   std::vector<progress_point> progress;  ///< one per new_best
-  double device_seconds = 0;             ///< cumulative device seconds at the last event
+  axis_values end;                       ///< the run's extent: device seconds at the last event, all its
+                                         ///< exchanges' tokens and answers, its segments
+  std::size_t exchanges = 0;             ///< model exchanges the journal holds
   std::optional<event> incumbent;        ///< the last new_best: the run's best when it ended
   std::string stop;                      ///< the note of the last stopped or suspended event
   std::size_t gated = 0, gate_passed = 0, promoted = 0, new_bests = 0;
@@ -124,8 +151,20 @@ analysis analyse(loaded_journal const& j, std::size_t index, std::string_view ov
   std::set<eval_key> counted, promoted;
   std::map<std::size_t, std::set<std::uint64_t>> measured_at;
   double cumulative = 0;
+  // The model's side, by seq: an exchange counts from its model_reply event on; answered() as the
+  // budget's answer axis counts (a failed call asked and was not answered).
+  axis_values model;
+  std::size_t next_exchange = 0;
+  const auto take_exchanges = [&](std::uint64_t up_to) {
+    for (; next_exchange < c.exchanges.size() && c.exchanges[next_exchange].seq <= up_to; ++next_exchange) {
+      auto const& x = c.exchanges[next_exchange].x;
+      model.tokens += static_cast<double>(x.input_tokens + x.output_tokens);
+      model.answers += answered(x) ? 1 : 0;
+    }
+  };
   for (auto const& je : c.events) {
     auto const& e = je.e;
+    take_exchanges(e.seq);
     const eval_key key{e.id.value, e.rung};
     switch (e.kind) {
       case event_kind::measured:
@@ -159,7 +198,12 @@ analysis analyse(loaded_journal const& j, std::size_t index, std::string_view ov
             if (auto it = by_key.find(key); pt && pt->measured() && it != by_key.end())
               y = over_pytorch(*pt, it->second->m.timings, over);
           }
-          if (y) a.progress.push_back({cumulative, *y, e.rung});
+          if (y) {
+            axis_values when = model;
+            when.device_seconds = cumulative;
+            when.rounds = static_cast<double>(je.segment);
+            a.progress.push_back({when, *y, e.rung});
+          }
           a.incumbent = e;
           ++a.new_bests;
         }
@@ -172,7 +216,11 @@ analysis analyse(loaded_journal const& j, std::size_t index, std::string_view ov
         break;
     }
   }
-  a.device_seconds = cumulative;
+  take_exchanges(std::numeric_limits<std::uint64_t>::max());
+  a.end = model;
+  a.end.device_seconds = cumulative;
+  a.end.rounds = static_cast<double>(c.segments);
+  a.exchanges = c.exchanges.size();
   a.promoted = promoted.size();
   for (auto const& [rung, ids] : measured_at) {
     if (a.measured.size() <= rung) a.measured.resize(rung + 1, 0);
@@ -403,11 +451,11 @@ bool lineage_has_model_node(analysis const& a, candidate_id leaf) {
 
 // ---- curves and funnels -----------------------------------------------------------------------
 
-/// A run's best-so-far at cumulative device seconds `x`: its last new_best at or before x.
-std::optional<double> value_at(analysis const& a, double x) {
+/// A run's best-so-far at `x` on `axis`: its last new_best at or before x (every axis grows with seq).
+std::optional<double> value_at(analysis const& a, progress_axis axis, double x) {
   std::optional<double> v;
   for (auto const& p : a.progress) {
-    if (p.x > x) break;
+    if (p.when.at(axis) > x) break;
     v = p.y;
   }
   return v;
@@ -431,11 +479,11 @@ json::array points(std::vector<std::pair<double, double>> const& xy, std::vector
 /// The group's step functions: over the union of its runs' change points (and their ends), the
 /// median, lowest and highest best-so-far of the runs that have one there. Each level is held until
 /// the next change point, drawn as a vertical step. A run that ended keeps its last best.
-json::object progress_json(std::vector<analysis const*> const& runs) {
+json::object progress_json(std::vector<analysis const*> const& runs, progress_axis axis) {
   std::vector<double> xs;
   for (auto const* r : runs) {
-    for (auto const& p : r->progress) xs.push_back(p.x);
-    if (!r->progress.empty()) xs.push_back(r->device_seconds);
+    for (auto const& p : r->progress) xs.push_back(p.when.at(axis));
+    if (!r->progress.empty()) xs.push_back(r->end.at(axis));
   }
   std::sort(xs.begin(), xs.end());
   xs.erase(std::unique(xs.begin(), xs.end()), xs.end());
@@ -447,14 +495,14 @@ json::object progress_json(std::vector<analysis const*> const& runs) {
     std::string name;
     if (runs.size() == 1)
       for (auto const& p : runs.front()->progress)
-        if (p.x <= x) name = runs.front()->rung_name(p.rung);
+        if (p.when.at(axis) <= x) name = runs.front()->rung_name(p.rung);
     return name;
   };
   bool started = false;
   for (double x : xs) {
     std::vector<double> v;
     for (auto const* r : runs)
-      if (auto y = value_at(*r, x)) v.push_back(*y);
+      if (auto y = value_at(*r, axis, x)) v.push_back(*y);
     if (v.empty()) continue;
     std::sort(v.begin(), v.end());
     const std::size_t n = v.size();
@@ -478,7 +526,7 @@ json::object progress_json(std::vector<analysis const*> const& runs) {
   }
   // Hold the last levels to the end of the longest run.
   double end = 0;
-  for (auto const* r : runs) end = std::max(end, r->device_seconds);
+  for (auto const* r : runs) end = std::max(end, r->end.at(axis));
   if (!med.empty() && med.back().first < end) {
     med.emplace_back(end, med.back().second);
     lo.emplace_back(end, lo.back().second);
@@ -541,7 +589,7 @@ json::object journal_json(analysis const& a) {
   o["candidates"] = a.facts.size();
   o["evaluations"] = c.outcomes.size();
   o["exchanges"] = c.exchanges.size();
-  o["device_seconds"] = number(a.device_seconds);
+  o["device_seconds"] = number(a.end.device_seconds);
   o["stop"] = a.stop;
   o["baseline"] = c.reference.has_value();
   o["pytorch"] = nullptr;
@@ -613,7 +661,16 @@ json::object problem_json(std::string const& name, std::vector<analysis const*> 
     }
     g["seeds"] = std::move(seeds);
     g["journals"] = std::move(idx);
-    g["progress"] = progress_json(members);
+    g["progress"] = progress_json(members, progress_axis::device_seconds);
+    // With a model in the loop, the same curves against what the model spent: tokens, answered prompts
+    // and rounds (run segments), for comparing strategies at equal model effort (docs/report.md).
+    if (std::any_of(members.begin(), members.end(), [](analysis const* r) { return r->exchanges > 0; })) {
+      json::object by;
+      by["tokens"] = progress_json(members, progress_axis::tokens);
+      by["answers"] = progress_json(members, progress_axis::answers);
+      by["rounds"] = progress_json(members, progress_axis::rounds);
+      g["progress_model"] = std::move(by);
+    }
     g["funnel"] = funnel_json(members);
     groups.push_back(std::move(g));
   }

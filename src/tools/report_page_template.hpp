@@ -45,6 +45,7 @@ p.lead { margin: 0 0 10px; color: var(--muted); }
 p.lead b { color: var(--ink); }
 h3 { font-size: 15px; margin: 22px 0 8px; border-bottom: 1px solid var(--line); padding-bottom: 4px; }
 .charts { display: grid; grid-template-columns: minmax(0, 3fr) minmax(0, 2fr); gap: 14px; align-items: start; }
+.charts.model-axes { grid-template-columns: repeat(3, minmax(0, 1fr)); }
 .funnels { display: grid; gap: 14px; }
 figure.card { margin: 0; background: var(--card); border: 1px solid var(--line); border-radius: 8px;
   padding: 10px 12px 8px; }
@@ -107,7 +108,7 @@ ul.lineage li { margin: 6px 0; }
 .metrics span:first-child { font-family: var(--mono); color: var(--muted); overflow-wrap: anywhere; }
 .two { display: grid; grid-template-columns: minmax(0, 1fr) minmax(0, 1fr); gap: 14px; }
 footer { color: var(--muted); font-size: 12px; padding: 0 28px 24px; }
-@media (max-width: 1000px) { .charts, .two { grid-template-columns: minmax(0, 1fr); } }
+@media (max-width: 1000px) { .charts, .charts.model-axes, .two { grid-template-columns: minmax(0, 1fr); } }
 </style>
 </head>
 <body>
@@ -272,12 +273,33 @@ footer { color: var(--muted); font-size: 12px; padding: 0 28px 24px; }
     }
     return out;
   }
-  function progressFigure(D, problem) {
+  // What a progress curve is drawn against: device seconds (g.progress), or, with a model in the loop,
+  // what the model spent (g.progress_model[key]: tokens, answered prompts, rounds).
+  const progressAxes = {
+    device: { title: 'device seconds (cumulative)', caption: 'Best so far against device seconds, per strategy',
+      at: (x) => `${x.toFixed(2)} s`,
+      note: 'Each new incumbent (a new_best event) is a step, at the device seconds spent by then on measured and '
+        + 'rejected evaluations. Its speed-up is at the rung it was measured at: a drop means the incumbent was re-measured at a '
+        + 'higher rung, on more shapes.' },
+    tokens: { title: 'model tokens (cumulative, prompt and reply)', caption: 'Best so far against model tokens',
+      at: (x) => `${Math.round(x)} tokens`,
+      note: 'The same steps, at the tokens of the model exchanges journaled before each new incumbent (estimated where the '
+        + 'endpoint reported no usage, as with the exchange client).' },
+    answers: { title: 'prompts answered (cumulative)', caption: 'Best so far against answered prompts',
+      at: (x) => `${Math.round(x)} answers`,
+      note: 'The same steps, at the number of prompts the model had answered (a reply received) before each new incumbent.' },
+    rounds: { title: 'round (run segment: 1, then one per resume)', caption: 'Best so far against rounds',
+      at: (x) => `round ${Math.round(x)}`,
+      note: 'The same steps, at the round that found each incumbent: a run is one round, and each resume (a campaign step) '
+        + 'starts the next.' },
+  };
+  function progressFigure(D, problem, axisKey) {
+    const axis = progressAxes[axisKey];
     const datasets = [];
     problem.groups.forEach((g, i) => {
       const color = palette[i % palette.length];
-      const p = g.progress;
-      if (p.median.length === 0) return;
+      const p = axisKey === 'device' ? g.progress : (g.progress_model ? g.progress_model[axisKey] : null);
+      if (!p || p.median.length === 0) return;
       if (p.min && p.max) {
         datasets.push({ label: g.strategy + ' lowest', data: p.min, kbLegend: false, borderColor: rgba(color, 0.35),
           borderWidth: 1, pointRadius: 0, pointHoverRadius: 0, fill: false });
@@ -298,13 +320,13 @@ footer { color: var(--muted); font-size: 12px; padding: 0 28px 24px; }
         animation: false, responsive: true, maintainAspectRatio: false,
         interaction: { mode: 'nearest', axis: 'x', intersect: false },
         scales: {
-          x: { type: 'linear', min: 0, title: { display: true, text: 'device seconds (cumulative)' } },
+          x: { type: 'linear', min: 0, title: { display: true, text: axis.title } },
           y: { title: { display: true, text: D.over === 'eager' ? 'speed-up over PyTorch eager (geometric mean over shapes)'
             : D.over === 'compile' ? 'speed-up over torch.compile (geometric mean over shapes)' : "speed-up over the problem's reference" } },
         },
         plugins: {
           legend: { position: 'bottom', labels: { boxWidth: 14, filter: (item, data) => data.datasets[item.datasetIndex].kbLegend !== false } },
-          tooltip: { callbacks: { label: (ctx) => `${ctx.dataset.label}: ${speedup(ctx.parsed.y)} at ${ctx.parsed.x.toFixed(2)} s`
+          tooltip: { callbacks: { label: (ctx) => `${ctx.dataset.label}: ${speedup(ctx.parsed.y)} at ${axis.at(ctx.parsed.x)}`
             + (ctx.raw && ctx.raw.r ? ` (measured at ${ctx.raw.r})` : '') } },
         },
       },
@@ -312,12 +334,10 @@ footer { color: var(--muted); font-size: 12px; padding: 0 28px 24px; }
     const seedsNote = problem.groups.some((g) => g.seeds.length > 1)
       ? ' Several seeds of a strategy: the line is their median, the band spans the lowest and highest seed (over the seeds that have a best by then).'
       : '';
-    return h('figure', { class: 'card' },
-      h('figcaption', { text: 'Best so far against device seconds, per strategy' }),
+    return h('figure', { class: 'card', 'data-axis': axisKey },
+      h('figcaption', { text: axis.caption }),
       chartBox(config, pointCount(datasets), false),
-      h('p', { class: 'note', text: 'Each new incumbent (a new_best event) is a step, at the device seconds spent by then on measured and '
-        + 'rejected evaluations. Its speed-up is at the rung it was measured at: a drop means the incumbent was re-measured at a '
-        + 'higher rung, on more shapes.' + seedsNote }));
+      h('p', { class: 'note', text: axis.note + seedsNote }));
   }
 
   const valueLabels = {
@@ -597,7 +617,11 @@ footer { color: var(--muted); font-size: 12px; padding: 0 28px 24px; }
     s.append(lead);
     const funnels = h('div', { class: 'funnels' });
     p.groups.forEach((g, i) => funnels.append(funnelFigure(p, g, i)));
-    s.append(h('div', { class: 'charts' }, progressFigure(D, p), funnels));
+    s.append(h('div', { class: 'charts' }, progressFigure(D, p, 'device'), funnels));
+    if (p.groups.some((g) => g.progress_model)) {
+      s.append(h('h3', { text: 'Against what the model spent' }));
+      s.append(h('div', { class: 'charts model-axes' }, ...['tokens', 'answers', 'rounds'].map((k) => progressFigure(D, p, k))));
+    }
 
     s.append(h('h3', { text: 'Runs' }));
     const runs = h('div', { class: 'runs' });

@@ -239,12 +239,20 @@ def check_page(dom, journals, hostile_path):
           f"body data-kb-rendered is {body.attrs.get('data-kb-rendered')!r}, not 'ok'")
     check("data-kb-error" not in body.attrs, f"the page reported an error: {body.attrs.get('data-kb-error')!r}")
 
-    # Charts: a progress chart per problem, a funnel per (problem, strategy); every one drawn with data.
-    problems = {}
+    # Charts: a progress chart per problem, a funnel per (problem, strategy), and, where a journal of the
+    # problem holds a model exchange, three more (best so far against tokens, answered prompts and rounds);
+    # every one drawn with data.
+    problems, with_model = {}, set()
     for j in journals:
-        h, _, _ = journal_lines(j)
+        h, _, xs = journal_lines(j)
         problems.setdefault(h["problem"], set()).add(h["strategy"])
-    expected = sum(1 + len(s) for s in problems.values())
+        if xs:
+            with_model.add(h["problem"])
+    check(with_model, "no journal of the page holds a model exchange: the model-axis charts go untested")
+    expected = sum(1 + len(s) + (3 if p in with_model else 0) for p, s in problems.items())
+    axes = [f.attrs.get("data-axis") for f in dom.find_all("figure") if f.attrs.get("data-axis")]
+    check(sorted(axes) == sorted(["device"] * len(problems) + ["tokens", "answers", "rounds"] * len(with_model)),
+          f"progress figures by axis: {axes}")
     canvases = dom.find_all("canvas", "kb-chart")
     check(len(canvases) == expected, f"{len(canvases)} chart canvases, expected {expected}")
     for i, c in enumerate(canvases):

@@ -14,7 +14,9 @@ struct budget {
   std::uint64_t evaluations = 0;  ///< candidate x rung evaluations, gate rejections included
   std::uint64_t candidates = 0;   ///< distinct candidates proposed
   std::uint64_t llm_tokens = 0;
-  double llm_cost = 0;  ///< in the currency the LLM client reports
+  double llm_cost = 0;            ///< in the currency the LLM client reports
+  std::uint64_t llm_answers = 0;  ///< prompts the model answered (model_exchange answered()): the same model
+                                  ///< effort for two strategies of an ablation
 };
 
 /// What has been spent.
@@ -25,6 +27,7 @@ struct budget_usage {
   std::uint64_t candidates = 0;
   std::uint64_t llm_tokens = 0;
   double llm_cost = 0;
+  std::uint64_t llm_answers = 0;
 };
 
 class budget_meter {
@@ -38,6 +41,7 @@ class budget_meter {
     used_.llm_tokens += tokens;
     used_.llm_cost += cost;
   }
+  void charge_answer() noexcept { ++used_.llm_answers; }
 
   [[nodiscard]] budget const& limit() const noexcept { return limit_; }
   [[nodiscard]] budget_usage usage() const noexcept {
@@ -58,6 +62,7 @@ class budget_meter {
     axis(static_cast<double>(u.candidates), static_cast<double>(limit_.candidates));
     axis(static_cast<double>(u.llm_tokens), static_cast<double>(limit_.llm_tokens));
     axis(u.llm_cost, limit_.llm_cost);
+    axis(static_cast<double>(u.llm_answers), static_cast<double>(limit_.llm_answers));
     return f;
   }
   /// Like fraction_used() but without the wall clock: the axes a replay reproduces exactly (device
@@ -73,6 +78,7 @@ class budget_meter {
     axis(static_cast<double>(used_.candidates), static_cast<double>(limit_.candidates));
     axis(static_cast<double>(used_.llm_tokens), static_cast<double>(limit_.llm_tokens));
     axis(used_.llm_cost, limit_.llm_cost);
+    axis(static_cast<double>(used_.llm_answers), static_cast<double>(limit_.llm_answers));
     return f;
   }
   /// Empty while budget remains; otherwise names the exhausted axis.
@@ -84,6 +90,7 @@ class budget_meter {
     if (limit_.candidates > 0 && u.candidates >= limit_.candidates) return "candidate budget spent";
     if (limit_.llm_tokens > 0 && u.llm_tokens >= limit_.llm_tokens) return "LLM token budget spent";
     if (limit_.llm_cost > 0 && u.llm_cost >= limit_.llm_cost) return "LLM cost budget spent";
+    if (limit_.llm_answers > 0 && u.llm_answers >= limit_.llm_answers) return "model-answer budget spent";
     return {};
   }
 

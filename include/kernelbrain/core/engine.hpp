@@ -391,6 +391,7 @@ class engine {
     }
     for (auto const& x : xs) {
       meter_.charge_llm(x.input_tokens + x.output_tokens, x.cost);
+      if (answered(x)) meter_.charge_answer();
       // An exchange counts against the candidate limit: one that gave a kernel through its proposal,
       // one that gave none here (else a model that never writes code would be asked for ever).
       if (!x.candidate) meter_.charge_candidate();

@@ -35,4 +35,8 @@ struct model_exchange {
   std::optional<candidate_id> parent;     ///< whom the prompt asked to improve or repair
 };
 
+/// A prompt the model answered: a reply came (complete, or cut at a limit). A failed, cancelled or
+/// waiting call asked and got nothing. What the `answers` budget and the report's answer axis count.
+[[nodiscard]] inline bool answered(model_exchange const& x) noexcept { return x.status == "ok" || x.status == "cut"; }
+
 }  // namespace kernelbrain

@@ -62,12 +62,14 @@ inline constexpr std::int64_t journal_format = 1;
 struct journal_event {
   event e;
   std::optional<candidate> cand;
+  std::size_t segment = 1;  ///< the run segment that wrote it: 1, then +1 per resume (a campaign's round)
 };
 
 /// A model exchange as the journal holds it, with the seq of its model_reply event.
 struct journal_exchange {
   std::uint64_t seq = 0;
   model_exchange x;
+  std::size_t segment = 1;  ///< the run segment that wrote it, as journal_event::segment
 };
 
 /// Everything a journal holds, for resume, reports and tests.

@@ -56,6 +56,7 @@ inline json::value to_json(budget const& b) {
   o["candidates"] = b.candidates;
   o["llm_tokens"] = b.llm_tokens;
   o["llm_cost"] = number(b.llm_cost);
+  if (b.llm_answers > 0) o["llm_answers"] = b.llm_answers;  // only where set: older journals read the same
   return o;
 }
 
@@ -258,6 +259,7 @@ inline budget budget_from(json::value const& v) {
   b.candidates = get_uint(o, "candidates");
   b.llm_tokens = get_uint(o, "llm_tokens");
   b.llm_cost = get_double(o, "llm_cost");
+  if (o.contains("llm_answers")) b.llm_answers = get_uint(o, "llm_answers");
   return b;
 }
 

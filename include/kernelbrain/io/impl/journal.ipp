@@ -245,9 +245,11 @@ inline void apply_line(journal_contents& c, json::value const& v) {
     if (!c.events.empty() && je.e.seq <= c.events.back().e.seq)
       throw bad_line("event seq " + std::to_string(je.e.seq) + " does not follow seq " +
                      std::to_string(c.events.back().e.seq) + ": two runs wrote to this journal at once?");
+    je.segment = c.segments;
     c.events.push_back(std::move(je));
   } else if (type == "exchange") {
     c.exchanges.push_back(exchange_from(o));
+    c.exchanges.back().segment = c.segments;
   }
   // Other types are from a newer minor version: nothing a resume needs.
 }
@@ -278,7 +280,8 @@ inline void check_header(std::filesystem::path const& path, run_header const& wa
 
 inline bool same_budget(budget const& a, budget const& b) {
   return a.device_seconds == b.device_seconds && a.wall_seconds == b.wall_seconds && a.evaluations == b.evaluations &&
-         a.candidates == b.candidates && a.llm_tokens == b.llm_tokens && a.llm_cost == b.llm_cost;
+         a.candidates == b.candidates && a.llm_tokens == b.llm_tokens && a.llm_cost == b.llm_cost &&
+         a.llm_answers == b.llm_answers;
 }
 
 /// The finished evaluations, baseline and header a resumed run needs, taken out of a read journal.
