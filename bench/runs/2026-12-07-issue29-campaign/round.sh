@@ -5,10 +5,12 @@
 # per campaign step (default 170). CALL_SECONDS (default 580): a step is not started unless ROUND_TIMEOUT
 # seconds are left before it (the device call's limit), so a call never cuts a step short; the campaigns left
 # over are named at the end. STEP_FORCE=1: step with the answers there are (some prompts unanswered).
+# CAMPAIGNS_DIR: the folder of the campaigns named (default this one; the ablation pairs are in
+# bench/runs/2026-12-07-issue29-ablation).
 #   bash bench/runs/2026-12-07-issue29-campaign/round.sh linear_relu_div sdpa_fp16
 set -u
 ROOT=$(pwd)
-C=bench/runs/2026-12-07-issue29-campaign
+C=${CAMPAIGNS_DIR:-bench/runs/2026-12-07-issue29-campaign}
 BIN=$ROOT/.h200/new
 export KERNELBRAIN_CUDA_WORKER=$BIN/kernelbrain-cuda-worker KERNELBRAIN_KERNEL_PREP=$BIN/kernelbrain_kernel_prep
 export KERNELBRAIN_CUDA_PROBLEMS=$ROOT/examples/cuda_problems KERNELBRAIN_PYTHON=none
