@@ -16,6 +16,7 @@
 #include <fstream>
 #include <kernelbrain/backends/host/evaluator.hpp>
 #include <kernelbrain/generate/llm/exchange_client.hpp>
+#include <kernelbrain/generate/llm/hint_choice.hpp>
 #include <kernelbrain/generate/llm/http_client.hpp>
 #include <kernelbrain/generate/llm/recorded_client.hpp>
 #include <kernelbrain/io/journal.hpp>
@@ -561,6 +562,63 @@ TEST_CASE("the budget meter stops on LLM tokens") {
   CHECK(m.exhausted().empty());
   m.charge_llm(40, 0.1);
   CHECK(m.exhausted() == "LLM token budget spent");
+}
+
+TEST_CASE(
+    "mutate hints: never the parent's own family nor one measured slower than it; none left, the prompt says so") {
+  const auto p = load_problem(softmax_dir());
+  budget_meter meter;
+  const baseline b = flat_baseline(p);
+  std::vector<rung> rungs{rung{"smoke", {0}, 3, 1, 1, false, false}, rung{"confirm", {0, 1}, 3, 1, 1, true, true}};
+  detail::search_history h(p, rungs, b, meter);
+  // One candidate per family, with its scores per rung (nullopt: not measured there).
+  const auto add = [&](std::string const& family, std::optional<double> smoke, std::optional<double> confirm) {
+    const auto i = *h.add(make_candidate(family, {}, "expert:" + family, std::nullopt, "src " + family));
+    auto& r = h.at(i);
+    if (smoke) r.scores[0] = score{*smoke, *smoke};
+    if (confirm) r.scores[1] = score{*confirm, *confirm};
+    r.top_rung = confirm ? 1 : (smoke ? 0 : -1);
+    r.state = candidate_state::measured;
+    return i;
+  };
+  const auto parent = add("mine", 10.0, 5.0);
+  add("slower-at-smoke", 8.0, std::nullopt);     // behind: slower at the highest rung both were measured
+  add("faster-at-smoke", 12.0, std::nullopt);    // not behind
+  add("slower-smoke-faster-confirm", 9.0, 6.0);  // the confirm decides: not behind
+  add("slower-at-confirm", 20.0, 4.0);           // the confirm decides: behind
+  search_view v(h);
+  const auto hint = [](std::string name) { return expert_hint{name, "prose of " + name, std::nullopt, {}}; };
+  const std::vector<expert_hint> hints{hint("mine"),
+                                       hint("slower-at-smoke"),
+                                       hint("faster-at-smoke"),
+                                       hint("slower-smoke-faster-confirm"),
+                                       hint("slower-at-confirm"),
+                                       hint("never-measured")};
+  std::set<std::string> offered;
+  for (std::size_t start = 0; start < hints.size(); ++start) {
+    auto const* chosen = llm::mutate_hint(hints, v, v[parent], start);
+    REQUIRE(chosen != nullptr);
+    offered.insert(chosen->name);
+  }
+  // Rotating the start offers each family that is neither the parent's nor slower, and only those.
+  CHECK(offered == std::set<std::string>{"faster-at-smoke", "slower-smoke-faster-confirm", "never-measured"});
+
+  // Only excluded families left: no hint, and the prompt says why instead of asking to follow one.
+  const std::vector<expert_hint> behind{hint("mine"), hint("slower-at-smoke"), hint("slower-at-confirm")};
+  CHECK(llm::mutate_hint(behind, v, v[parent], 0) == nullptr);
+  llm::prompt_builder builder;
+  llm::prompt_subject s;
+  s.what = llm::prompt_subject::kind::mutate;
+  s.parent = &v[parent];
+  s.no_hint = llm::no_hint_text;
+  const auto none = builder.build(v, s);
+  CHECK(none.user.find("## Expert hint: none") != std::string::npos);
+  CHECK(none.user.find("the expert hint says what to try") == std::string::npos);
+  s.hint = &hints[2];
+  s.no_hint.clear();
+  const auto with = builder.build(v, s);
+  CHECK(with.user.find("## Expert hint: faster-at-smoke") != std::string::npos);
+  CHECK(with.user.find("the expert hint says what to try") != std::string::npos);
 }
 
 TEST_CASE("prompts: a mutate prompt carries the parent's numbers and diagnosis, a blind one carries neither") {

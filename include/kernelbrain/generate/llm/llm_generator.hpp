@@ -51,6 +51,7 @@
 #include "kernelbrain/core/rng.hpp"
 #include "kernelbrain/core/search_view.hpp"
 #include "kernelbrain/defaults/expert_generator.hpp"
+#include "kernelbrain/generate/llm/hint_choice.hpp"
 #include "kernelbrain/generate/llm/model_client.hpp"
 #include "kernelbrain/generate/llm/prompt_builder.hpp"
 #include "kernelbrain/generate/llm/reply_parser.hpp"
@@ -242,7 +243,10 @@ class llm_generator {
         s.what = prompt_subject::kind::mutate;
         s.parent = parent;
         if (!opt_.blind) {
-          s.hint = hint_for(hints, *parent);
+          // A hint from the catalogue, not the parent's own family nor one measured far behind it
+          // (hint_choice.hpp); the start rotates per parent so that ties take turns.
+          s.hint = hints.empty() ? nullptr : mutate_hint(hints, v, *parent, rotation_[parent->cand.id]++);
+          if (!hints.empty() && s.hint == nullptr) s.no_hint = no_hint_text;
           s.failures = lineage_failures(parent->cand.id);
         }
         why.push_back({"mutate:" + parent->cand.id.str() + (s.hint ? ":" + s.hint->name : std::string()),
@@ -352,42 +356,6 @@ class llm_generator {
     if (auto it = parent_of_.find(id); it != parent_of_.end() && it->second) id = *it->second;
     if (auto it = failures_.find(id); it != failures_.end()) return it->second;
     return {};
-  }
-
-  /// The hint whose prose shares most words with the parent's diagnosis; ties (and no diagnosis) rotate.
-  expert_hint const* hint_for(std::vector<expert_hint> const& hints, candidate_record const& parent) {
-    if (hints.empty()) return nullptr;
-    std::string diagnosis;
-    for (auto const& m : parent.results)
-      if (m && !m->diagnosis.empty()) diagnosis = m->diagnosis;
-    const auto dwords = words(diagnosis);
-    const std::size_t start = rotation_[parent.cand.id]++;
-    std::size_t best = start % hints.size();
-    std::size_t best_score = 0;
-    for (std::size_t k = 0; k < hints.size(); ++k) {
-      const std::size_t i = (start + k) % hints.size();
-      if (hints[i].name == parent.cand.family) continue;  // a template's own hint says nothing new
-      std::size_t score = 0;
-      for (auto const& w : words(hints[i].prose + " " + hints[i].name)) score += dwords.contains(w) ? 1 : 0;
-      if (score > best_score) {
-        best_score = score;
-        best = i;
-      }
-    }
-    return &hints[best];
-  }
-  static std::set<std::string> words(std::string const& text) {
-    std::set<std::string> out;
-    std::string w;
-    for (char ch : text + " ") {
-      if (std::isalnum(static_cast<unsigned char>(ch))) {
-        w += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-      } else {
-        if (w.size() >= 5) out.insert(w);
-        w.clear();
-      }
-    }
-    return out;
   }
 
   std::shared_ptr<model_client> client_;

@@ -53,8 +53,7 @@ struct prompt_templates {
         "{{failures}}";
     t.mutate =
         "# Task\n\nMake the kernel below faster. Its measurements and the profiler's diagnosis say where the time "
-        "goes; the expert hint says what to try. Keep it correct at every shape.\n\n{{problem}}{{parent}}{{hint}}"
-        "{{failures}}";
+        "goes{{hint_task}}. Keep it correct at every shape.\n\n{{problem}}{{parent}}{{hint}}{{failures}}";
     t.repair =
         "# Task\n\nThe kernel below was rejected; the verdict says why. Fix it, keeping its approach, so that it "
         "compiles and is correct at every shape.\n\n{{problem}}{{parent}}{{failures}}";
@@ -103,7 +102,7 @@ struct prompt_templates {
   }
 
   [[nodiscard]] static std::vector<std::string_view> known_fields() {
-    return {"problem",   "reference", "hint",          "hint_clause", "parent",
+    return {"problem",   "reference", "hint",          "hint_clause", "hint_task", "parent",
             "incumbent", "failures",  "answer_format", "backend",     "language"};
   }
   [[nodiscard]] static std::string known_fields_text() {
@@ -158,7 +157,8 @@ struct prompt_subject {
   candidate_record const* parent = nullptr;     ///< mutate: the measured parent; repair: the rejected one
   candidate_record const* incumbent = nullptr;  ///< explore: the best so far, shown for reference
   std::vector<failure_note> failures;           ///< recent failures of this lineage, newest last
-  bool blind = false;  ///< no hint, no measurements, no diagnosis, no failures (the blind ablation)
+  bool blind = false;   ///< no hint, no measurements, no diagnosis, no failures (the blind ablation)
+  std::string no_hint;  ///< mutate without a hint: why, shown in the hint's place ("": nothing shown)
 };
 
 /// Builds prompts for one problem from templates and the search's history.
@@ -178,6 +178,9 @@ class prompt_builder {
     if (!s.blind && s.hint) {
       f["hint"] = "## Expert hint: " + s.hint->name + "\n\n" + s.hint->prose + "\n\n";
       f["hint_clause"] = ", following the expert hint '" + s.hint->name + "'";
+      f["hint_task"] = "; the expert hint says what to try";
+    } else if (!s.blind && !s.no_hint.empty()) {
+      f["hint"] = "## Expert hint: none\n\n" + s.no_hint + "\n\n";
     }
     if (s.parent) f["parent"] = candidate_section(v, *s.parent, s.what == prompt_subject::kind::repair, s.blind);
     if (s.incumbent && !s.blind) f["incumbent"] = incumbent_section(v, *s.incumbent);
@@ -206,6 +209,7 @@ class prompt_builder {
     if (!p.catalogue.empty()) {
       f["hint"] = "## Expert hint: " + p.catalogue.front().name + "\n\n" + p.catalogue.front().prose + "\n\n";
       f["hint_clause"] = ", following the expert hint '" + p.catalogue.front().name + "'";
+      f["hint_task"] = "; the expert hint says what to try";
     }
     prompt out;
     out.system = render_template(t_.system, f);
