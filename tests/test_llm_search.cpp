@@ -565,7 +565,8 @@ TEST_CASE("the budget meter stops on LLM tokens") {
 }
 
 TEST_CASE(
-    "mutate hints: never the parent's own family nor one measured slower than it; none left, the prompt says so") {
+    "mutate hints: never the parent's own family nor one measured slower than it, and with none left the prompt says "
+    "so") {
   const auto p = load_problem(softmax_dir());
   budget_meter meter;
   const baseline b = flat_baseline(p);
