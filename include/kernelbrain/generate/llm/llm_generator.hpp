@@ -243,7 +243,7 @@ class llm_generator {
         s.what = prompt_subject::kind::mutate;
         s.parent = parent;
         if (!opt_.blind) {
-          // A hint from the catalogue, not the parent's own family nor one measured far behind it
+          // A hint from the catalogue, not the parent's own family nor one measured slower than it
           // (hint_choice.hpp); the start rotates per parent so that ties take turns.
           s.hint = hints.empty() ? nullptr : mutate_hint(hints, v, *parent, rotation_[parent->cand.id]++);
           if (!hints.empty() && s.hint == nullptr) s.no_hint = no_hint_text;
