@@ -10,12 +10,14 @@
 #include <fstream>
 #include <kernelbrain/backends/cuda/cubin.hpp>
 #include <kernelbrain/backends/cuda/evaluator.hpp>
+#include <kernelbrain/backends/registry.hpp>
 #include <kernelbrain/core/candidate.hpp>
 #include <kernelbrain/core/rng.hpp>
 #include <kernelbrain/io/problem_loader.hpp>
 #include <kernelbrain/isolation/worker_process.hpp>
 #include <sstream>
 #include <string>
+#include <vector>
 #include "temp_dir.hpp"
 
 using namespace kernelbrain;
@@ -90,6 +92,87 @@ TEST_CASE("cubin: read_cubin agrees with the ptxas report on cubins NVRTC made h
     CHECK(bounded->param_sizes == std::vector<int>{8, 4});
     CHECK(bounded->static_smem == 0);
     CHECK(info.find("mixed")->param_sizes == std::vector<int>{32, 2, 1, 8});
+  }
+#endif
+}
+
+TEST_CASE(
+    "cuda answer format: what it says is built in compiles with NVRTC's flags, and the macros it excludes do not") {
+#ifndef KB_HAVE_CUDA_WORKER
+  MESSAGE("skipped: built without the CUDA toolkit (no kernelbrain-cuda-worker)");
+#else
+  const auto p = load_problem(fs::path(KB_SOURCE_DIR) / "examples/cuda_problems/softmax");
+  const std::string format = backends().traits("cuda").answer_format(p);
+  // Every name the probe kernel uses is one the answer format lists as built in.
+  const std::vector<std::string> names{"float2",
+                                       "float4",
+                                       "int4",
+                                       "make_float4",
+                                       "expf",
+                                       "__expf",
+                                       "exp2f",
+                                       "logf",
+                                       "tanhf",
+                                       "sqrtf",
+                                       "rsqrtf",
+                                       "fmaf",
+                                       "fmaxf",
+                                       "fminf",
+                                       "fabsf",
+                                       "__fdividef",
+                                       "min and max",
+                                       "__ldg",
+                                       "__shfl_xor_sync",
+                                       "__shfl_down_sync",
+                                       "__ballot_sync",
+                                       "__syncwarp",
+                                       "__popc",
+                                       "__int_as_float",
+                                       "__float_as_int",
+                                       "atomicAdd",
+                                       "__launch_bounds__",
+                                       "__align__(n)",
+                                       "__restrict__",
+                                       "INFINITY",
+                                       "FLT_MAX",
+                                       "3.402823466e38f"};
+  for (auto const& n : names) CHECK_MESSAGE(format.find(n) != std::string::npos, n);
+  const std::string probe = R"(
+extern "C" __global__ void __launch_bounds__(256, 2) probe(const float* __restrict__ x, float* y, long long n) {
+  __shared__ __align__(16) float s[256];
+  const long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+  const float4 v = reinterpret_cast<const float4*>(x)[0];
+  const float2 w = make_float2(v.x, v.y);
+  const int4 q = make_int4(1, 2, 3, 4);
+  const float4 z = make_float4(0.f, 0.f, 0.f, 0.f);
+  float a = i < n ? __ldg(x + i) : 0.f;
+  a = fmaxf(fminf(a, 1.f), -1.f) + fmaf(a, 2.f, 1.f) + expf(a) + __expf(a) + exp2f(a) + logf(fabsf(a) + 1.f) +
+      tanhf(a) + sqrtf(fabsf(a)) + rsqrtf(fabsf(a) + 1.f) + __fdividef(a, 3.f) + w.x + v.w + q.z + z.y;
+  a += __shfl_xor_sync(0xffffffffu, a, 1) + __shfl_down_sync(0xffffffffu, a, 2);
+  const unsigned b = __ballot_sync(0xffffffffu, a > 0.f);
+  __syncwarp();
+  s[threadIdx.x] = fminf(a + __popc(b) + max(1, 2) + min(3.f, 4.f), __int_as_float(0x7f800000)) +
+                   __float_as_int(1.f) * 0.f + 3.402823466e38f * 0.f;
+  __syncthreads();
+  atomicAdd(y, s[255 - threadIdx.x]);
+  if (i < n) y[i] = s[threadIdx.x];
+}
+)";
+  temp_dir d("answer_format");
+  const auto compile = [&](std::string const& name, std::string const& source) {
+    std::ofstream(d.path / (name + ".cu")) << source;
+    return run_captured(
+        {find_cuda_worker(), "--compile", (d.path / (name + ".cu")).string(), (d.path / (name + ".cubin")).string(),
+         "--gpu-architecture=sm_90a", "-default-device", "--std=c++17"},
+        std::chrono::milliseconds(120000));
+  };
+  const auto ok = compile("probe", probe);
+  INFO(ok.output);
+  CHECK(ok.succeeded());
+  CHECK(fs::exists(d.path / "probe.cubin"));
+  for (std::string macro : {"INFINITY", "FLT_MAX"}) {
+    const auto r = compile(macro, "extern \"C\" __global__ void k(float* y) { y[0] = " + macro + "; }\n");
+    CHECK_MESSAGE(r.output.find("identifier \"" + macro + "\" is undefined") != std::string::npos, r.output);
   }
 #endif
 }

@@ -109,8 +109,14 @@ inline std::string arch_of(problem const& p) {
            "Source rules: compiled by NVRTC for " +
            arch_of(p) +
            " with `-default-device --std=c++17` and nothing else; no #include at all (not even cuda_fp16.h "
-           "or cooperative_groups.h: use PTX for clusters, fp16 conversions and async copies); every kernel the "
-           "plan launches is `extern \"C\" __global__`; every kernel parameter is 8 bytes: device pointers in "
+           "or cooperative_groups.h: use PTX for clusters, fp16 conversions and async copies). Built in without "
+           "an include: the vector types (float2, float4, int4, ... and make_float4 ...), CUDA's device math "
+           "functions (expf, __expf, exp2f, logf, tanhf, sqrtf, rsqrtf, fmaf, fmaxf, fminf, fabsf, __fdividef, "
+           "...), min and max, __ldg, __shfl_xor_sync, __shfl_down_sync, __ballot_sync, __syncwarp, __popc, "
+           "__int_as_float, __float_as_int, atomicAdd, __launch_bounds__, __align__(n) and __restrict__; not "
+           "the macros of <cmath> and <cfloat> (INFINITY, FLT_MAX: write __int_as_float(0x7f800000) and "
+           "3.402823466e38f). Every kernel the plan launches is `extern \"C\" __global__`; every kernel parameter is 8 "
+           "bytes: device pointers in "
            "the order the plan's args give, dims as `long long`. At most 255 registers per thread and no "
            "register spills are a good target; a block's shared memory (static + dynamic) at most 232448 "
            "bytes.\n\n"
