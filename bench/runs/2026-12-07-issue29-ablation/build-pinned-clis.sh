@@ -6,7 +6,7 @@
 # session before the campaigns' rounds. Needs the build's dependencies (bash tools/setup.sh installs them).
 #   bash bench/runs/2026-12-07-issue29-ablation/build-pinned-clis.sh [COMMIT...]
 # Default commits: caad18d's CLI, built from 62b2f47 (the issue29-campaign folder's campaigns), and feb8db9
-# (: the issue29-ablation folder's).
+# (the issue29-ablation folder's).
 set -euo pipefail
 ROOT=$(git rev-parse --show-toplevel)
 cd "$ROOT"
