@@ -5,10 +5,13 @@ whole computation: on the CPU, at sizes where the row blocks do not divide S, ag
 and PyTorch's own scaled_dot_product_attention in float64 (where PyTorch has it, >= 2.0; else the softmax
 written out with einsum).
 
-Exits 77 (skipped) without PyTorch, unless KB_REQUIRE_REPORT_TOOLS=1 (CI installs it)."""
+Runs under a python3 that imports torch (this one, $KB_TORCH_PYTHON, python3 on the PATH or /usr/bin/python3).
+Exits 77 (skipped) without one, unless KB_REQUIRE_REPORT_TOOLS=1 (CI installs it)."""
 import importlib.util
 import math
 import os
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -16,6 +19,13 @@ try:
     import torch
     import torch.nn.functional as F
 except ImportError:
+    # Another python3 may have it (the distribution's, beside a pyenv one): run this file with that one.
+    if not os.environ.get("KB_SDPA_CHECK_REEXEC"):
+        for c in [os.environ.get("KB_TORCH_PYTHON"), shutil.which("python3"), "/usr/bin/python3"]:
+            if c and os.path.realpath(c) != os.path.realpath(sys.executable) and os.access(c, os.X_OK) and \
+                    subprocess.run([c, "-c", "import torch"], capture_output=True).returncode == 0:
+                os.environ["KB_SDPA_CHECK_REEXEC"] = "1"
+                os.execv(c, [c, os.path.abspath(__file__)])
     if os.environ.get("KB_REQUIRE_REPORT_TOOLS") == "1":
         sys.exit("side_by_side reference: PyTorch (python3-torch) is required here and missing")
     print("side_by_side reference: skipped: no PyTorch (python3-torch)")
