@@ -33,6 +33,7 @@
 #include <cstdint>
 #include <deque>
 #include <future>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <set>
@@ -206,6 +207,20 @@ class llm_generator {
     std::size_t due = 0;  ///< the propose() call that takes it
   };
 
+  /// Prompts that may still be sent under an answers budget (budget::llm_answers): the limit, less the
+  /// answers charged, those taken and not yet charged, and every prompt built or sent and not answered
+  /// yet (each may become one answer). So the search never asks for more answers than it may take, and a
+  /// search that stops on the budget ends at the limit exactly (unless calls fail, which frees their
+  /// share). Without a limit: any number. Depends on the search's state only, as the prompts must.
+  [[nodiscard]] std::size_t answers_left(search_view const& v, batch const& b) const {
+    const auto limit = v.meter().limit().llm_answers;
+    if (limit == 0) return std::numeric_limits<std::size_t>::max();
+    std::uint64_t committed = v.meter().usage().llm_answers + b.requests.size();
+    for (auto const& x : exchanges_) committed += answered(x) ? 1 : 0;
+    for (auto const& f : in_flight_) committed += f.requests.size();
+    return committed >= limit ? 0 : static_cast<std::size_t>(limit - committed);
+  }
+
   /// Builds the prompts of one request into `b`.
   void add_prompts(search_view const& v, proposal_request const& req, batch& b) {
     auto const& p = v.problem();
@@ -217,8 +232,9 @@ class llm_generator {
     b.expect.max_reply_bytes = opt_.max_reply_bytes;
     std::vector<prompt_subject> subjects;
     std::vector<asked> why;
+    const std::size_t count = std::min(req.count, answers_left(v, b));
     // Repairs first: a rejected kernel of the model's, with its verdict.
-    while (!opt_.blind && !repairs_.empty() && subjects.size() < req.count) {
+    while (!opt_.blind && !repairs_.empty() && subjects.size() < count) {
       const auto id = repairs_.front();
       repairs_.erase(repairs_.begin());
       auto const* rec = v.find(id);
@@ -231,7 +247,7 @@ class llm_generator {
       why.push_back({"repair:" + id.str(), id, {}, true});
     }
     auto const& hints = p.catalogue;
-    for (std::size_t k = 0; subjects.size() < req.count; ++k) {
+    for (std::size_t k = 0; subjects.size() < count; ++k) {
       prompt_subject s;
       s.blind = opt_.blind;
       candidate_record const* parent = nullptr;
