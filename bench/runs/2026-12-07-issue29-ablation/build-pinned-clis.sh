@@ -5,12 +5,12 @@
 # the rest come from the current tree's tools/build-for-h200.sh). .h200 is not in git: run this once per
 # session before the campaigns' rounds. Needs the build's dependencies (bash tools/setup.sh installs them).
 #   bash bench/runs/2026-12-07-issue29-ablation/build-pinned-clis.sh [COMMIT...]
-# Default commits: caad18d's CLI, built from 62b2f47 (the issue29-campaign folder's campaigns), and feb8db9
+# Default commits: caad18d's CLI, built from 62b2f47 (the issue29-campaign folder's campaigns), and 6275f7f
 # (the issue29-ablation folder's).
 set -euo pipefail
 ROOT=$(git rev-parse --show-toplevel)
 cd "$ROOT"
-[ $# -gt 0 ] || set -- 62b2f47:caad18d feb8db9
+[ $# -gt 0 ] || set -- 62b2f47:caad18d 6275f7f
 mkdir -p .h200/campaign
 for spec in "$@"; do
   commit=${spec%%:*}
