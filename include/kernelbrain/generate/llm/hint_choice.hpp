@@ -1,7 +1,7 @@
 // Which expert hint a mutate prompt carries. A hint is a catalogue family's prose: the design of a family
 // the search may already have measured. Offered to improve a kernel that is already faster than that family,
 // it points backwards: in issue 29's sdpa_fp16 campaign all six prompts answered in the seventh session that
-// asked to improve a warpgroup-MMA kernel (95.6x at the smoke rung) carried the mma.sync family
+// asked to improve a warpgroup-MMA kernel (the family's best: 95.6x at the smoke) carried the mma.sync family
 // flash2-mma-lean's prose (71.8x at the smoke, its best), and every one of the six answers said it set the
 // hint aside. So a family measured slower than the parent, at the highest rung where both were measured, is
 // not offered; the rest are ranked by the words their prose shares with the parent's diagnosis.
