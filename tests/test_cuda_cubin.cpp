@@ -51,6 +51,15 @@ extern "C" __global__ void mixed(pod p, short s, char c, float* x) { x[0] = p.a 
 __global__ void mangled(float* x) { x[0] = 1; }
 )";
 
+#ifdef KB_HAVE_CUDA_WORKER
+/// `cu` compiled by the worker's NVRTC into `cubin` for `arch`, with the CUDA backend's flags.
+captured_run compile_cubin(fs::path const& cu, fs::path const& cubin, std::string const& arch) {
+  return run_captured({find_cuda_worker(), "--compile", cu.string(), cubin.string(), "--gpu-architecture=" + arch,
+                       "-default-device", "--std=c++17"},
+                      std::chrono::milliseconds(120000));
+}
+#endif
+
 }  // namespace
 
 TEST_CASE("cubin: read_cubin agrees with the ptxas report on cubins NVRTC made here") {
@@ -60,10 +69,7 @@ TEST_CASE("cubin: read_cubin agrees with the ptxas report on cubins NVRTC made h
   temp_dir d("agree");
   std::ofstream(d.path / "k.cu") << kernels_source;
   for (std::string arch : {"sm_90", "sm_90a", "sm_80"}) {
-    const auto r = run_captured(
-        {find_cuda_worker(), "--compile", (d.path / "k.cu").string(), (d.path / (arch + ".cubin")).string(),
-         "--gpu-architecture=" + arch, "-default-device", "--std=c++17"},
-        std::chrono::milliseconds(120000));
+    const auto r = compile_cubin(d.path / "k.cu", d.path / (arch + ".cubin"), arch);
     INFO(arch, ": ", r.output);
     REQUIRE(r.succeeded());
     const auto info = read_cubin_file((d.path / (arch + ".cubin")).string());
@@ -161,10 +167,7 @@ extern "C" __global__ void __launch_bounds__(256, 2) probe(const float* __restri
   temp_dir d("answer_format");
   const auto compile = [&](std::string const& name, std::string const& source) {
     std::ofstream(d.path / (name + ".cu")) << source;
-    return run_captured(
-        {find_cuda_worker(), "--compile", (d.path / (name + ".cu")).string(), (d.path / (name + ".cubin")).string(),
-         "--gpu-architecture=sm_90a", "-default-device", "--std=c++17"},
-        std::chrono::milliseconds(120000));
+    return compile_cubin(d.path / (name + ".cu"), d.path / (name + ".cubin"), "sm_90a");
   };
   const auto ok = compile("probe", probe);
   INFO(ok.output);
@@ -236,9 +239,7 @@ TEST_CASE("cubin: bytes that are not a well-formed cubin are an error, never a c
 #else
   temp_dir d("mutate");
   std::ofstream(d.path / "k.cu") << kernels_source;
-  const auto r = run_captured({find_cuda_worker(), "--compile", (d.path / "k.cu").string(),
-                               (d.path / "k.cubin").string(), "--gpu-architecture=sm_90", "-default-device"},
-                              std::chrono::milliseconds(120000));
+  const auto r = compile_cubin(d.path / "k.cu", d.path / "k.cubin", "sm_90");
   REQUIRE(r.succeeded());
   const auto image = slurp(d.path / "k.cubin");
   REQUIRE(read_cubin(image).kernels.size() == 4);

@@ -104,7 +104,6 @@ struct analysis {
   std::vector<progress_point> progress;  ///< one per new_best
   axis_values end;                       ///< the run's extent: device seconds at the last event, all its
                                          ///< exchanges' tokens and answers, its segments
-  std::size_t exchanges = 0;             ///< model exchanges the journal holds
   std::optional<event> incumbent;        ///< the last new_best: the run's best when it ended
   std::string stop;                      ///< the note of the last stopped or suspended event
   std::size_t gated = 0, gate_passed = 0, promoted = 0, new_bests = 0;
@@ -220,7 +219,6 @@ analysis analyse(loaded_journal const& j, std::size_t index, std::string_view ov
   a.end = model;
   a.end.device_seconds = cumulative;
   a.end.rounds = static_cast<double>(c.segments);
-  a.exchanges = c.exchanges.size();
   a.promoted = promoted.size();
   for (auto const& [rung, ids] : measured_at) {
     if (a.measured.size() <= rung) a.measured.resize(rung + 1, 0);
@@ -664,7 +662,8 @@ json::object problem_json(std::string const& name, std::vector<analysis const*> 
     g["progress"] = progress_json(members, progress_axis::device_seconds);
     // With a model in the loop, the same curves against what the model spent: tokens, answered prompts
     // and rounds (run segments), for comparing strategies at equal model effort (docs/report.md).
-    if (std::any_of(members.begin(), members.end(), [](analysis const* r) { return r->exchanges > 0; })) {
+    if (std::any_of(members.begin(), members.end(),
+                    [](analysis const* r) { return !r->contents().exchanges.empty(); })) {
       json::object by;
       by["tokens"] = progress_json(members, progress_axis::tokens);
       by["answers"] = progress_json(members, progress_axis::answers);

@@ -27,7 +27,6 @@
 // answer that does not exist yet (call_status::waiting) suspends the search (search_suspended).
 #pragma once
 #include <algorithm>
-#include <cctype>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -36,7 +35,6 @@
 #include <limits>
 #include <memory>
 #include <optional>
-#include <set>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -261,7 +259,7 @@ class llm_generator {
         if (!opt_.blind) {
           // A hint from the catalogue, not the parent's own family nor one measured slower than it
           // (hint_choice.hpp); the start rotates per parent so that ties take turns.
-          s.hint = hints.empty() ? nullptr : mutate_hint(hints, v, *parent, rotation_[parent->cand.id]++);
+          s.hint = mutate_hint(hints, v, *parent, rotation_[parent->cand.id]++);
           if (!hints.empty() && s.hint == nullptr) s.no_hint = no_hint_text;
           s.failures = lineage_failures(parent->cand.id);
         }

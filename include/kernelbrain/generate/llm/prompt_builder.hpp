@@ -176,9 +176,7 @@ class prompt_builder {
     f["problem"] = problem_section(v);
     f["reference"] = reference_section(p);
     if (!s.blind && s.hint) {
-      f["hint"] = "## Expert hint: " + s.hint->name + "\n\n" + s.hint->prose + "\n\n";
-      f["hint_clause"] = ", following the expert hint '" + s.hint->name + "'";
-      f["hint_task"] = "; the expert hint says what to try";
+      put_hint(f, *s.hint);
     } else if (!s.blind && !s.no_hint.empty()) {
       f["hint"] = "## Expert hint: none\n\n" + s.no_hint + "\n\n";
     }
@@ -206,11 +204,7 @@ class prompt_builder {
                    (p.signature.empty() ? "" : "Signature: " + p.signature + "\n\n") +
                    (p.description.empty() ? "" : p.description + "\n\n");
     f["reference"] = reference_section(p);
-    if (!p.catalogue.empty()) {
-      f["hint"] = "## Expert hint: " + p.catalogue.front().name + "\n\n" + p.catalogue.front().prose + "\n\n";
-      f["hint_clause"] = ", following the expert hint '" + p.catalogue.front().name + "'";
-      f["hint_task"] = "; the expert hint says what to try";
-    }
+    if (!p.catalogue.empty()) put_hint(f, p.catalogue.front());
     prompt out;
     out.system = render_template(t_.system, f);
     out.user = render_template(t_.explore, f);
@@ -226,6 +220,12 @@ class prompt_builder {
   }
 
  private:
+  /// The fields a hint fills: its section, the explore task's clause and the mutate task's.
+  static void put_hint(std::map<std::string, std::string, std::less<>>& f, expert_hint const& h) {
+    f["hint"] = "## Expert hint: " + h.name + "\n\n" + h.prose + "\n\n";
+    f["hint_clause"] = ", following the expert hint '" + h.name + "'";
+    f["hint_task"] = "; the expert hint says what to try";
+  }
   static std::string num(double x, char const* fmt = "%.4g") {
     char b[64];
     std::snprintf(b, sizeof b, fmt, x);
