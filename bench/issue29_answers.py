@@ -13,13 +13,20 @@ Per journal (a campaign's journal.jsonl), in Markdown:
   top rung would have cost instead (their count times the mean top-rung cost of one candidate in this journal):
   the saving a one-rung search would not have had.
 
-The answer counts agree with `tools/campaign.py status`; the rest is new. Only events and outcomes are read,
-so the figures are those of the run as journaled, across all its segments (rounds).
+The kernels proposed and refused are `tools/campaign.py status`'s own count (its journal_summary: refusals
+before measurement and in it, the last verdict of a kernel winning); the rest is read from events and outcomes
+here, so the figures are those of the run as journaled, across all its segments (rounds).
 """
+import importlib.util
 import json
 import statistics
 import sys
 from collections import Counter, defaultdict
+from pathlib import Path
+
+_spec = importlib.util.spec_from_file_location("campaign", Path(__file__).resolve().parent.parent / "tools" / "campaign.py")
+campaign = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(campaign)
 
 
 def read(path):
@@ -50,19 +57,14 @@ def read(path):
 
 def analyse(path):
     problem, strategy, device, proposed, events, outcomes = read(path)
-    model = {i for i, (note, _) in proposed.items() if note.startswith("llm")}
+    summary = campaign.journal_summary(path)["model"]
+    model = {i for i, (note, _) in proposed.items() if note.startswith("llm")}  # as journal_summary counts them
     top = max((e["rung"] for e in events if e["kind"] == "measured"), default=0)
-    # Speed-ups by (id, rung), in journal order; the gate's refusals.
+    # Speed-ups by (id, rung), in journal order.
     speed = {}
-    refused = Counter()
     order = []  # (id, rung, speedup) as measured
     for e in events:
-        if e["kind"] != "measured":
-            continue
-        stage = (e.get("verdict") or {}).get("stage", "pass")
-        if stage != "pass":
-            if e["id"] in model:
-                refused[stage] += 1
+        if e["kind"] != "measured" or (e.get("verdict") or {}).get("stage", "pass") != "pass":
             continue
         s = (e.get("score") or {}).get("speedup")
         if s is None:
@@ -97,7 +99,7 @@ def analyse(path):
     mean_top = statistics.mean(top_cost.values()) if top_cost else None
     return {
         "path": path, "problem": problem, "strategy": strategy, "device": device, "top": top,
-        "model": len(model), "refused": refused, "smoke": m_smoke, "top_speed": m_top,
+        "model": summary["proposed"], "refused": Counter(summary["rejected"]), "smoke": m_smoke, "top_speed": m_top,
         "beat_best": beat_best, "mutate": len(mutate), "beat_parent": beat_parent, "parent_known": parent_known,
         "spent": dict(spent), "stopped": stopped, "candidates": len(highest), "mean_top": mean_top,
     }
@@ -130,13 +132,12 @@ def main(paths):
         top = r["top"]
         per = ", ".join(f"{r['spent'].get(k, 0.0):.2f}" for k in range(top + 1))
         st = ", ".join(str(r["stopped"].get(k, 0)) for k in range(top + 1))
-        if r["mean_top"] is None or top == 0:
+        instead = r["candidates"] * r["mean_top"] if r["mean_top"] and top > 0 else 0.0
+        if instead > 0:
+            print(f"| {r['path']} | {per} | {st} | {r['mean_top']:.3f} s | {instead:.2f} s | "
+                  f"{sum(r['spent'].values()) / instead:.2f}x |")
+        else:
             print(f"| {r['path']} | {per} | {st} | - | - | - |")
-            continue
-        instead = r["candidates"] * r["mean_top"]
-        total = sum(r["spent"].values())
-        print(f"| {r['path']} | {per} | {st} | {r['mean_top']:.3f} s | {instead:.2f} s | "
-              f"{total / instead:.2f}x |" if instead > 0 else f"| {r['path']} | {per} | {st} | - | - | - |")
 
 
 if __name__ == "__main__":

@@ -102,6 +102,9 @@ def journal_summary(path):
                         at_top.add(e["id"])
             elif t == "event" and e.get("kind") == "proposed" and e.get("note", "").startswith("llm"):
                 model.add(e.get("id"))
+            elif t == "event" and e.get("kind") == "rejected" and e.get("id") in model:
+                # Refused before any measurement (the policy gate): no outcome follows.
+                rejected[e["id"]] = (e.get("verdict") or {}).get("stage", "?")
             elif t == "exchange":
                 # One per prompt and occurrence: a resumed run journals again what it takes after the
                 # point it resumed from (the run it supersedes had journaled it too).

@@ -3,7 +3,8 @@
 
 Catalogue kernel c1 (smoke 2.0x, top 1.5x), model kernels: m1 explore (smoke 3.0x: beats the best so far,
 top 2.5x), m2 a mutation of m1 (smoke 2.5x: beats neither m1 nor the best so far), m3 refused by the gate
-(compile), m4 a mutation of c1 (smoke 2.2x: beats its parent, not the best). Device seconds: smoke 0.1 each,
+when measured (compile: an outcome with that verdict), m4 a mutation of c1 (smoke 2.2x: beats its parent, not the
+best), m5 refused by the policy gate before any measurement (a rejected event, no outcome). Device seconds: smoke 0.1 each,
 top 1.0 (c1) and 3.0 (m1): mean top cost 2.0 s, 4 candidates measured -> 8.0 s instead of 4.4 s (0.55x).
 """
 import importlib.util
@@ -26,12 +27,13 @@ def ev(kind, i, rung=0, speedup=None, stage="pass", note="", cand=None):
     return d
 
 
-def out(i, rung, secs):
-    return {"type": "outcome", "id": i, "rung": rung, "device_seconds": secs}
+def out(i, rung, secs, stage="pass"):
+    return {"type": "outcome", "id": i, "rung": rung, "device_seconds": secs, "verdict": {"stage": stage, "detail": ""}}
 
 
 lines = [
-    {"type": "header", "problem": "toy", "strategy": "default+model", "evaluator": "cuda/v2; device: Card X; gate: on"},
+    {"type": "header", "problem": "toy", "strategy": "default+model", "evaluator": "cuda/v2; device: Card X; gate: on",
+     "ladder": "smoke,confirm/0"},
     ev("proposed", "c1", note="expert:fam", cand={"family": "fam"}),
     ev("measured", "c1", 0, 2.0), out("c1", 0, 0.1),
     ev("proposed", "m1", note="llm:explore", cand={"family": "llm"}),
@@ -39,9 +41,11 @@ lines = [
     ev("proposed", "m2", note="llm:mutate:fam", cand={"family": "llm", "parent": "m1"}),
     ev("measured", "m2", 0, 2.5), out("m2", 0, 0.1),
     ev("proposed", "m3", note="llm:explore", cand={"family": "llm"}),
-    ev("measured", "m3", 0, None, stage="compile"),
+    out("m3", 0, 0.0, stage="compile"),
     ev("proposed", "m4", note="llm:mutate:fam", cand={"family": "llm", "parent": "c1"}),
     ev("measured", "m4", 0, 2.2), out("m4", 0, 0.1),
+    ev("proposed", "m5", note="llm:explore", cand={"family": "llm"}),
+    ev("rejected", "m5", 0, None, stage="policy"),
     ev("measured", "c1", 1, 1.5), out("c1", 1, 1.0),
     ev("measured", "m1", 1, 2.5), out("m1", 1, 3.0),
 ]
@@ -61,8 +65,8 @@ with tempfile.TemporaryDirectory() as d:
     r = answers.analyse(path)
     check("device", r["device"], "Card X")
     check("top rung", r["top"], 1)
-    check("model kernels", r["model"], 4)
-    check("refused", dict(r["refused"]), {"compile": 1})
+    check("model kernels", r["model"], 5)
+    check("refused", dict(r["refused"]), {"compile": 1, "policy": 1})
     check("smoke speed-ups", sorted(r["smoke"]), [2.2, 2.5, 3.0])
     check("top speed-ups", r["top_speed"], [2.5])
     check("beat the best so far", r["beat_best"], 1)
@@ -78,7 +82,7 @@ with tempfile.TemporaryDirectory() as d:
     with contextlib.redirect_stdout(buf):
         answers.main([path])
     text = buf.getvalue()
-    for want in ("| compile 1 | 3 | 2.50x (3.00x) | 1 | 1 of 2 | 1 | 2.50x |", "| 0.40, 4.00 | 2, 2 | 2.000 s | 8.00 s | 0.55x |"):
+    for want in ("| 5 | compile 1, policy 1 | 3 | 2.50x (3.00x) | 1 | 1 of 2 | 1 | 2.50x |", "| 0.40, 4.00 | 2, 2 | 2.000 s | 8.00 s | 0.55x |"):
         if want not in text:
             failures.append(f"table lacks {want!r}:\n{text}")
 
