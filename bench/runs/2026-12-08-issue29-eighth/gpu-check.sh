@@ -8,9 +8,9 @@ cd "$(dirname "$0")/../../.."
 ROOT=$PWD
 [ -f .h200pack/h200.tar.xz ] && [ ! -x .h200/new/kernelbrain_gpu_tests ] && tar xJf .h200pack/h200.tar.xz
 # kernelbrain_gpu_tests finds the problems under the source folder it was built in (KB_SOURCE_DIR).
-SRC=$(strings .h200/new/kernelbrain_gpu_tests | grep -m1 -E '^/.*/examples/cuda_problems$' | sed 's#/examples/cuda_problems$##')
-[ -z "$SRC" ] && SRC=/work/main
-[ -e "$SRC" ] || { mkdir -p "$(dirname "$SRC")"; ln -s "$ROOT" "$SRC"; }
+# That folder is read from the test sources' paths compiled into it; where it is not this tree, a link makes it so.
+SRC=$(strings .h200/new/kernelbrain_gpu_tests | grep -m1 -E '^/.*/tests/gpu/test_[a-z_]+[.]cpp$' | sed 's#/tests/gpu/.*##')
+[ -n "$SRC" ] && [ ! -e "$SRC" ] && { mkdir -p "$(dirname "$SRC")"; ln -s "$ROOT" "$SRC"; }
 NEWD=$ROOT/.h200/new
 L=$OUT/l
 mkdir -p "$L"
