@@ -36,10 +36,10 @@ def read(path):
     strategy = problem = device = ""
     with open(path) as f:
         for line in f:
-            line = line.strip()
-            if not line:
-                continue
-            d = json.loads(line)
+            try:
+                d = json.loads(line)
+            except json.JSONDecodeError:
+                continue  # a blank or torn last line (a run killed mid-write), as tools/campaign.py skips it
             t = d.get("type")
             if t == "header" and not problem:
                 problem, strategy = d.get("problem", ""), d.get("strategy", "")
